@@ -1,0 +1,143 @@
+"""The FastAPI application: one include_router line per resource."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CollectorRegistry
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .. import __version__
+from ..catalog import CatalogError
+from ..config import Settings
+from ..query import QueryError
+from ..service import Loupe
+from .routes import ingest, live, metrics, prom, query, sources, status, worksheets
+
+log = logging.getLogger("loupe")
+
+api = APIRouter(prefix="/api/v1")
+api.include_router(metrics.router)
+api.include_router(query.router)
+api.include_router(ingest.router)
+api.include_router(sources.router)
+api.include_router(status.router)
+api.include_router(worksheets.router)
+api.include_router(live.router)
+
+
+class BodyLimit:
+    """Refuse request bodies over a size with 413 before reading them into memory."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            resp = JSONResponse({"detail": f"request body of {int(length)} bytes exceeds the limit of {self.limit}"},
+                                status_code=413)
+            return await resp(scope, receive, send)
+        seen = 0
+
+        async def limited() -> dict:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return msg
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            resp = JSONResponse({"detail": f"request body exceeds the limit of {self.limit} bytes"}, status_code=413)
+            await resp(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _static_dir(settings: Settings) -> Path:
+    return settings.static_dir or Path(__file__).resolve().parent.parent / "static"
+
+
+def create_app(settings: Settings | None = None, *, start_agent: bool | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        loupe = Loupe(settings)
+        loupe.registry = CollectorRegistry()
+        loupe.registry.register(loupe.telemetry)
+        loupe.hub.attach(asyncio.get_running_loop())
+        app.state.loupe = loupe
+        loupe.start_background()
+        run_agent = settings.local_agent if start_agent is None else start_agent
+        if run_agent:
+            loupe.start_local_agent(f"http://127.0.0.1:{settings.port}", demo=settings.demo)
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(loupe.close)
+
+    app = FastAPI(
+        title="Loupe", version=__version__, lifespan=lifespan,
+        description="Real-time storage analytics for NAS servers. See docs/API.md.",
+        openapi_url="/api/openapi.json", docs_url="/api/docs", redoc_url=None,
+    )
+    app.add_middleware(BodyLimit, limit=settings.max_frame_bytes)
+
+    @app.exception_handler(QueryError)
+    @app.exception_handler(CatalogError)
+    async def bad_query(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # Name the field and the problem in one readable line, and keep the structured list.
+        parts = []
+        for e in exc.errors()[:10]:
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+            parts.append(f"{loc}: {e.get('msg')}" if loc else str(e.get("msg")))
+        return JSONResponse({"detail": "; ".join(parts), "errors": jsonable(exc.errors()[:50])}, status_code=422)
+
+    app.include_router(api)
+    app.include_router(prom.router)
+
+    static = _static_dir(settings)
+    index = static / "index.html"
+    if (static / "assets").is_dir():
+        app.mount("/assets", StaticFiles(directory=static / "assets"), name="assets")
+
+    @app.get("/{path:path}", include_in_schema=False)
+    async def spa(path: str):
+        if path.startswith("api/"):
+            return JSONResponse({"detail": f"no API route /{path}"}, status_code=404)
+        f = (static / path).resolve()
+        if path and f.is_file() and static.resolve() in f.parents:
+            return FileResponse(f)
+        if index.is_file():
+            return FileResponse(index)
+        return JSONResponse({"detail": "the UI is not built: run 'make ui'"}, status_code=404)
+
+    return app
+
+
+def jsonable(errors: list) -> list:
+    out = []
+    for e in errors:
+        out.append({k: (v if isinstance(v, (str, int, float, list, type(None))) else str(v))
+                    for k, v in e.items() if k != "ctx"})
+    return out

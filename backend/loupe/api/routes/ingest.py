@@ -1,0 +1,21 @@
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+
+from ...frame import IngestRequest, IngestResult
+from ..deps import IngestAuth, LoupeDep
+
+router = APIRouter(tags=["ingest"])
+
+
+class IngestResponse(IngestResult):
+    rejected: list[dict] = []
+
+
+@router.post("/ingest", response_model=IngestResponse, dependencies=[IngestAuth],
+             summary="Frames from an agent (bearer token)",
+             responses={401: {"description": "Missing or invalid token"}, 413: {"description": "Body too large"},
+                        422: {"description": "Malformed frame; detail names the field"}})
+async def ingest(req: IngestRequest, loupe: LoupeDep) -> IngestResponse:
+    out = await run_in_threadpool(loupe.ingest, req)
+    return IngestResponse(accepted=out.accepted, duplicates=out.duplicates, rows=out.rows,
+                          folded_rows=out.folded_rows, rejected=out.rejected)

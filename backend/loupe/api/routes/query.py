@@ -1,0 +1,66 @@
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from ...catalog import HISTOGRAMS
+from ...models import BreakdownResult, HeatmapResult, MembersResult, QueryResult
+from ...query import QueryError, band_of, band_phrase, bucket_model, public, to_breakdown, to_query_result, window_for
+from ...store.base import Statistic
+from ..deps import LoupeDep, RangeDep, StatisticDep, StoreDep, TopDep, WindowDep
+
+router = APIRouter(tags=["statistics"])
+MAX_CELLS = 20_000
+
+
+@router.get("/query", response_model=QueryResult, summary="Time series of a statistic, top N plus other")
+def query(stat: StatisticDep, window: WindowDep, store: StoreDep, top: TopDep = 10) -> QueryResult:
+    return to_query_result(stat, store.aggregate(stat, window, top))
+
+
+@router.get("/breakdown", response_model=BreakdownResult, summary="Breakdown table over a range")
+def breakdown(stat: StatisticDep, window: WindowDep, store: StoreDep, top: TopDep = 50) -> BreakdownResult:
+    if not stat.by:
+        raise QueryError("breakdown needs 'by', a dimension to break down by")
+    return to_breakdown(stat, store.aggregate(stat, window, top))
+
+
+@router.get("/heatmap", response_model=HeatmapResult, summary="Time x log2 bucket rates of a histogram dimension")
+def heatmap(
+    stat: StatisticDep, loupe: LoupeDep, r: RangeDep, store: StoreDep,
+    dim: Annotated[str, Query(description="Histogram dimension: latency, size or offset")] = "latency",
+) -> HeatmapResult:
+    if dim not in stat.metric.hists:
+        raise QueryError(f"{dim!r} is not a histogram dimension of {stat.metric.name}; "
+                         f"valid: {', '.join(stat.metric.hists) or '(none)'}")
+    if stat.band and stat.band[0] != dim:
+        raise QueryError(f"a {stat.band[0]} band cannot be combined with a {dim} heat map")
+    # Keep the cell count under what a browser draws fluidly: grow the step if needed.
+    points = min(r.points, MAX_CELLS // len(HISTOGRAMS[dim].buckets))
+    window = window_for(r.start, r.end, retain=loupe.retain, points=points, step=r.step)
+    hm = store.heatmap(stat, dim, window)
+    w = hm.window
+    return HeatmapResult(
+        statistic=public(Statistic(stat.metric, dim, stat.where, stat.band)), dim=dim, tier=w.tier, step=w.step,
+        start=w.start, end=w.end, timestamps=list(range(w.start, w.end, w.step)),
+        buckets=[bucket_model(dim, e) for e in hm.buckets],
+        cells=[[t, b, v] for t, b, v in hm.cells], max=max((v for _, _, v in hm.cells), default=0.0),
+        total=hm.total,
+    )
+
+
+@router.get("/members", response_model=MembersResult, summary="Who is in a heat-map band")
+def members(
+    stat: StatisticDep, loupe: LoupeDep, r: RangeDep, store: StoreDep,
+    dim: Annotated[str, Query(description="Histogram dimension of the band")],
+    lo: Annotated[int, Query(description="Lowest bucket exponent of the band")],
+    hi: Annotated[int, Query(description="Highest bucket exponent of the band")],
+    top: TopDep = 50,
+) -> MembersResult:
+    if not stat.by or stat.by in HISTOGRAMS:
+        raise QueryError("members needs 'by', a non-histogram dimension such as client, file or op")
+    banded = band_of(stat, dim, lo, hi)
+    window = window_for(r.start, r.end, retain=loupe.retain, points=1, whole=True)
+    bd = to_breakdown(banded, store.aggregate(banded, window, top))
+    return MembersResult(statistic=bd.statistic, dim=dim, lo=lo, hi=hi, band=band_phrase(dim, lo, hi),
+                         start=bd.start, end=bd.end, total=bd.total, rows=bd.rows, other=bd.other,
+                         elements=bd.elements)

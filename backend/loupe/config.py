@@ -1,0 +1,41 @@
+"""One Settings object, driven by LOUPE_* environment variables; CLI flags override it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LOUPE_", extra="ignore")
+
+    data_dir: Path = Field(Path("/var/lib/loupe"), description="Where the store and tokens live")
+    host: str = Field("127.0.0.1", description="Address to bind; 127.0.0.1 until authentication lands")
+    port: int = Field(8470, ge=0, le=65535)
+    demo: bool = Field(False, description="Also run the synthetic NAS 'demo-nas'")
+    demo_clients: int = Field(20, ge=1, le=10_000)
+    demo_seed: int = 7
+    demo_backfill: int = Field(900, ge=0, description="Seconds of demo history generated at start")
+    local_agent: bool = Field(True, description="serve also runs a procfs agent for this machine")
+    ingest_token: str | None = Field(None, description="Bearer token agents must send; generated if unset")
+
+    # Retention per tier, in seconds.
+    retain_seconds: int = 48 * 3600
+    retain_minutes: int = 30 * 86400
+    retain_hours: int = 365 * 86400
+    # Files beyond the top K per (host, second) fold into '(other files)'.
+    top_files: int = Field(500, ge=1)
+    # Seconds tier rows are re-sorted by (host, client, ts) in chunks of this many seconds.
+    compact_every: int = Field(3600, ge=60)
+    max_frame_bytes: int = Field(32 * 1024 * 1024, description="Largest ingest request body")
+    static_dir: Path | None = Field(None, description="Built UI; defaults to the packaged one")
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "loupe.duckdb"
+
+
+def get_settings() -> Settings:
+    return Settings()

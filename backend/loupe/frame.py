@@ -1,0 +1,134 @@
+"""The frame: the versioned contract between a source (agent) and the backend.
+
+One frame covers one second of one metric family from one source::
+
+    {"v": 1, "source": "procfs@nas1", "seq": 1763797185000001, "ts": 1763797185,
+     "family": "nfs", "host": "nas1",
+     "rows": [{"dims": {"client": "10.0.0.7", "proto": "v3", "op": "read",
+                        "share": "/export/a", "file": "/export/a/00/1f/3/12"},
+               "count": 120, "bytes": 983040, "lat_sum": 1234567,
+               "hist": {"latency": {"14": 100, "21": 20}, "size": {"13": 120}}}]}
+
+* ``seq`` is strictly increasing per ``source``. A frame whose seq is not above the
+  highest stored for its source is a duplicate: acknowledged, not stored again.
+  Agents start their seq from the wall clock in microseconds, so a restart that
+  lost its state never goes backwards.
+* ``ts`` is the unix second the frame covers; values are totals over that second.
+* ``family`` names the stream (see :mod:`loupe.catalog`); a metric is a family
+  plus a value column, so one ``nfs`` frame feeds both ``nfs.ops`` and ``nfs.bytes``.
+* ``dims`` may leave out dimensions; they are stored as ``""`` and shown as "(none)".
+  ``host`` comes from the frame, never from a row.
+* ``count``: events (for ``cpu``: CPU microseconds). ``bytes``: payload bytes.
+  ``lat_sum``: sum of latencies in ns. ``hist``: per histogram dimension, log2
+  bucket exponent -> events, within the declared bounds at ``GET /api/v1/metrics``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .catalog import FAMILIES, HISTOGRAMS
+
+FRAME_VERSION = 1
+MAX_ROWS_PER_FRAME = 200_000
+MAX_DIM_LEN = 1024
+
+NonNeg = Annotated[int, Field(ge=0, le=2**62)]
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dims: dict[str, str] = Field(default_factory=dict)
+    count: NonNeg = 0
+    bytes: NonNeg = 0
+    lat_sum: NonNeg = 0
+    hist: dict[str, dict[str, NonNeg]] = Field(default_factory=dict)
+
+
+class Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    v: int = Field(FRAME_VERSION, description="Frame format version; this backend reads version 1.")
+    source: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:@/-]+$")
+    seq: int = Field(ge=0, le=2**63 - 1)
+    ts: int = Field(ge=0, le=2**40, description="Unix second covered by this frame.")
+    family: str
+    host: str = Field(min_length=1, max_length=255)
+    rows: list[Row] = Field(max_length=MAX_ROWS_PER_FRAME)
+
+    @field_validator("v")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != FRAME_VERSION:
+            raise ValueError(f"unsupported frame version {v}; this backend reads version {FRAME_VERSION}")
+        return v
+
+    @field_validator("family")
+    @classmethod
+    def _family(cls, f: str) -> str:
+        if f not in FAMILIES:
+            raise ValueError(f"unknown family {f!r}; valid families: {', '.join(FAMILIES)}")
+        return f
+
+    @model_validator(mode="after")
+    def _rows(self) -> "Frame":
+        fam = FAMILIES[self.family]
+        dims = set(fam.dims) - {"host"}
+        hists = {h.name for h in fam.hists}
+        for i, row in enumerate(self.rows):
+            for k, val in row.dims.items():
+                if k not in dims:
+                    raise ValueError(
+                        f"rows[{i}].dims: unknown dimension {k!r} for family {self.family}; "
+                        f"valid: {', '.join(sorted(dims))}"
+                    )
+                if len(val) > MAX_DIM_LEN:
+                    raise ValueError(f"rows[{i}].dims.{k}: value longer than {MAX_DIM_LEN} characters")
+            for h, buckets in row.hist.items():
+                if h not in hists:
+                    raise ValueError(
+                        f"rows[{i}].hist: {h!r} is not a histogram of family {self.family}; "
+                        f"valid: {', '.join(sorted(hists)) or '(none)'}"
+                    )
+                spec = HISTOGRAMS[h]
+                for b in buckets:
+                    try:
+                        e = int(b)
+                    except ValueError:
+                        raise ValueError(f"rows[{i}].hist.{h}: bucket {b!r} is not an integer exponent") from None
+                    if not spec.lo <= e <= spec.hi:
+                        raise ValueError(
+                            f"rows[{i}].hist.{h}: bucket {e} outside declared bounds {spec.lo}..{spec.hi}"
+                        )
+        return self
+
+
+class SourceStatus(BaseModel):
+    """What an agent says about one of its sources, for the UI's source list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=100, description="e.g. 'procfs.cpu', 'synthetic.nfs', 'bpf.disk'")
+    families: list[str] = Field(default_factory=list, max_length=10)
+    state: str = Field(pattern=r"^(active|off|error|suspended)$")
+    reason: str = Field("", max_length=500)
+    demo: bool = Field(False, description="True when the source produces synthetic demo data.")
+
+
+class IngestRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    frames: list[Frame] = Field(max_length=10_000)
+    agent: str | None = Field(None, max_length=200, description="Agent id, for the source list.")
+    status: list[SourceStatus] | None = Field(None, max_length=200)
+    sent_at: float | None = Field(None, description="Agent wall clock at send, unix seconds.")
+
+
+class IngestResult(BaseModel):
+    accepted: int = Field(description="Frames stored by this request.")
+    duplicates: int = Field(description="Frames already stored earlier (by source and seq), acknowledged.")
+    rows: int = Field(description="Rows stored (after folding high-cardinality files).")
+    folded_rows: int = Field(0, description="Rows folded into the '(other files)' element.")

@@ -1,0 +1,194 @@
+"""Public API models (responses and request bodies). The TypeScript client is generated from these."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HistogramPublic(BaseModel):
+    name: str
+    unit: str
+    lo: int = Field(description="Lowest bucket exponent; it also holds everything below 2**lo.")
+    hi: int = Field(description="Highest bucket exponent; it also holds everything at or above 2**hi.")
+
+
+class MetricPublic(BaseModel):
+    name: str
+    family: str
+    unit: str
+    noun: str
+    description: str
+    dimensions: list[str]
+    histograms: list[HistogramPublic]
+
+
+class MetricCatalog(BaseModel):
+    metrics: list[MetricPublic]
+
+
+class Bucket(BaseModel):
+    index: int = Field(description="log2 exponent of the bucket")
+    lo: int = Field(description="inclusive lower bound, in the histogram's unit")
+    hi: int | None = Field(description="exclusive upper bound; null for the open top bucket")
+    label: str
+
+
+class StatisticPublic(BaseModel):
+    metric: str
+    by: str | None = None
+    where: dict[str, list[str]] = Field(default_factory=dict)
+    name: str = Field(description="English name, e.g. 'NFS operations per second broken down by client'")
+    unit: str
+
+
+class Series(BaseModel):
+    key: str = Field(description="Breakdown element; '' is shown as (none)")
+    values: list[float]
+    total: float = Field(description="Mean rate over the range")
+    last: float = Field(description="Rate in the last step of the range")
+
+
+class QueryResult(BaseModel):
+    statistic: StatisticPublic
+    tier: str = Field(description="second, minute or hour")
+    step: int = Field(description="seconds per point")
+    start: int = Field(description="first point's unix second")
+    end: int = Field(description="unix second just after the last point")
+    timestamps: list[int]
+    total: list[float] = Field(description="Rate of the whole statistic at each point")
+    series: list[Series] = Field(description="Top elements of the breakdown, largest first")
+    other: list[float] | None = Field(description="Everything outside the top elements; parts sum to total")
+    elements: int = Field(description="Distinct breakdown elements in the range")
+    approximate: bool = Field(description="True when part of the breakdown is folded into '(other files)'")
+    notes: list[str] = Field(default_factory=list)
+
+
+class HeatmapResult(BaseModel):
+    statistic: StatisticPublic
+    dim: str
+    tier: str
+    step: int
+    start: int
+    end: int
+    timestamps: list[int]
+    buckets: list[Bucket]
+    cells: list[list[float]] = Field(description="Sparse [time index, bucket index into buckets, rate] triples")
+    max: float
+    total: list[float] = Field(description="Rate at each point, all buckets")
+
+
+class BreakdownRow(BaseModel):
+    key: str
+    value: float = Field(description="Mean rate over the range")
+    last: float = Field(description="Rate in the last second (or step) of the range")
+    share: float = Field(description="Fraction of the total, 0..1")
+    bucket: Bucket | None = None
+
+
+class BreakdownResult(BaseModel):
+    statistic: StatisticPublic
+    tier: str
+    start: int
+    end: int
+    total: float
+    rows: list[BreakdownRow]
+    other: float = Field(description="Mean rate of elements beyond the top rows")
+    elements: int
+    approximate: bool
+
+
+class MembersResult(BaseModel):
+    statistic: StatisticPublic
+    dim: str
+    lo: int
+    hi: int
+    band: str = Field(description="e.g. 'between 1 ms and 4 ms'")
+    start: int
+    end: int
+    total: float = Field(description="Mean rate in the band over the range")
+    rows: list[BreakdownRow]
+    other: float
+    elements: int
+
+
+class WorksheetStatistic(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    by: str | None = None
+    where: dict[str, list[str]] = Field(default_factory=dict)
+    top: int = Field(10, ge=1, le=100)
+    display: str = Field("area", pattern=r"^(area|line|heatmap)$")
+
+
+class WorksheetRange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    start: str = Field("-10m", description="Relative ('-10m', '-1h') or absolute (unix seconds, ISO 8601)")
+    end: str = Field("now")
+
+
+class WorksheetBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    range: WorksheetRange = Field(default_factory=WorksheetRange)
+    statistics: list[WorksheetStatistic] = Field(default_factory=list, max_length=50)
+
+
+class WorksheetCreate(WorksheetBase):
+    pass
+
+
+class WorksheetUpdate(WorksheetBase):
+    pass
+
+
+class WorksheetPublic(WorksheetBase):
+    id: str
+    owner: str
+    created: float
+    updated: float
+
+
+class WorksheetList(BaseModel):
+    worksheets: list[WorksheetPublic]
+
+
+class SourcePublic(BaseModel):
+    agent: str
+    name: str
+    host: str | None = None
+    families: list[str]
+    state: str
+    reason: str
+    demo: bool
+    last_seen: float
+
+
+class SourceList(BaseModel):
+    sources: list[SourcePublic]
+    families: dict[str, bool] = Field(description="Family -> whether any active source feeds it")
+
+
+class StatusTile(BaseModel):
+    id: str
+    title: str
+    unit: str
+    metric: str
+    where: dict[str, list[str]] = Field(default_factory=dict)
+    by: str | None = None
+    value: float
+    timestamps: list[int]
+    values: list[float]
+
+
+class StatusResult(BaseModel):
+    tiles: list[StatusTile]
+    store_bytes: int
+    hosts: list[str]
+    demo_hosts: list[str]
+
+
+class ErrorDetail(BaseModel):
+    detail: str

@@ -1,0 +1,147 @@
+"""From request parameters to checked statistics and windows, and from store results to API models."""
+
+from __future__ import annotations
+
+import time
+
+from .catalog import HISTOGRAMS, CatalogError, check_dim, check_hist, metric, statistic_name
+from .models import BreakdownResult, BreakdownRow, Bucket, QueryResult, Series, StatisticPublic
+from .store.base import Aggregate, Statistic
+from .store.duckdb_store import bucket_label
+from .timerange import Window, choose_window, parse_time
+
+
+class QueryError(ValueError):
+    """Bad statistic or range; the API answers 400 with this message."""
+
+
+def parse_statistic(metric_name: str, by: str | None, where: list[str] | None) -> Statistic:
+    try:
+        m = metric(metric_name)
+        if by:
+            check_dim(m, by)
+        filters: dict[str, list[str]] = {}
+        band = None
+        for item in where or []:
+            dim, sep, value = item.partition("=")
+            dim = dim.strip()
+            if not sep or not dim:
+                raise QueryError(f"cannot read filter {item!r}: write it as dim=value or dim=v1,v2")
+            check_dim(m, dim)
+            if dim in HISTOGRAMS:
+                band = _parse_band(m, dim, value)
+                continue
+            vals = [v for v in value.split(",")] if value else [""]
+            filters.setdefault(dim, [])
+            filters[dim] += [v for v in vals if v not in filters[dim]]
+    except CatalogError as e:
+        raise QueryError(str(e)) from None
+    if band and by in HISTOGRAMS and by != band[0]:
+        raise QueryError(f"a {band[0]} band cannot be combined with a breakdown by {by}")
+    return Statistic(m, by or None, tuple((k, tuple(v)) for k, v in sorted(filters.items())), band)
+
+
+def _parse_band(m, dim: str, value: str) -> tuple[str, int, int]:
+    h = check_hist(m, dim)
+    lo_s, _, hi_s = value.partition(":")
+    try:
+        lo = int(lo_s)
+        hi = int(hi_s) if hi_s else lo
+    except ValueError:
+        raise QueryError(f"cannot read {dim} band {value!r}: write lo:hi bucket exponents, e.g. {dim}=20:22") from None
+    if not (h.lo <= lo <= hi <= h.hi):
+        raise QueryError(f"{dim} band {lo}:{hi} outside buckets {h.lo}..{h.hi}")
+    if m.value != "count":
+        raise QueryError(f"a {dim} band applies to operation counts, not to {m.name}")
+    return dim, lo, hi
+
+
+def band_of(stat: Statistic, dim: str, lo: int, hi: int) -> Statistic:
+    try:
+        check_hist(stat.metric, dim)
+    except CatalogError as e:
+        raise QueryError(str(e)) from None
+    band = _parse_band(stat.metric, dim, f"{lo}:{hi}")
+    return Statistic(stat.metric, stat.by, stat.where, band)
+
+
+def window_for(
+    start: str, end: str, *, retain: dict[str, int], points: int = 300, step: int | None = None,
+    now: int | None = None, max_points: int = 5000, whole: bool = False,
+) -> Window:
+    now = int(time.time()) if now is None else now
+    try:
+        a, b = parse_time(start, now), parse_time(end, now)
+        return choose_window(a, b, now=now, points=points, step=step, retain=retain, max_points=max_points,
+                            whole=whole)
+    except ValueError as e:
+        raise QueryError(str(e)) from None
+
+
+def public(stat: Statistic) -> StatisticPublic:
+    where = stat.where_dict
+    name = statistic_name(stat.metric.name, where, stat.by)
+    if stat.band:
+        dim, lo, hi = stat.band
+        name += f" with {dim} {band_phrase(dim, lo, hi)}"
+    return StatisticPublic(metric=stat.metric.name, by=stat.by, where=where, name=name, unit=stat.metric.unit)
+
+
+def band_phrase(dim: str, lo: int, hi: int) -> str:
+    h = HISTOGRAMS[dim]
+    a, _ = h.bounds(lo)
+    _, b = h.bounds(hi)
+    from .store.duckdb_store import _fmt
+
+    if b is None:
+        return f"of at least {_fmt(a, h.unit)}"
+    if a == 0:
+        return f"below {_fmt(b, h.unit)}"
+    return f"between {_fmt(a, h.unit)} and {_fmt(b, h.unit)}"
+
+
+def bucket_model(dim: str, e: int) -> Bucket:
+    h = HISTOGRAMS[dim]
+    lo, hi = h.bounds(e)
+    return Bucket(index=e, lo=lo, hi=hi, label=bucket_label(h, e))
+
+
+def to_query_result(stat: Statistic, agg: Aggregate) -> QueryResult:
+    w = agg.window
+    notes = []
+    if agg.approximate:
+        notes.append("Files beyond the busiest per host and period are folded into '(other files)'.")
+    return QueryResult(
+        statistic=public(stat),
+        tier=w.tier,
+        step=w.step,
+        start=w.start,
+        end=w.end,
+        timestamps=list(range(w.start, w.end, w.step)),
+        total=agg.total,
+        series=[
+            Series(key=k, values=v, total=m, last=last)
+            for k, v, m, last in zip(agg.keys, agg.values, agg.key_means, agg.key_last)
+        ],
+        other=agg.other if stat.by and stat.by not in HISTOGRAMS else None,
+        elements=agg.elements,
+        approximate=agg.approximate,
+        notes=notes,
+    )
+
+
+def to_breakdown(stat: Statistic, agg: Aggregate) -> BreakdownResult:
+    total = sum(agg.total) / max(1, len(agg.total))
+    rows = []
+    hist = HISTOGRAMS.get(stat.by or "")
+    for k, mean, last in zip(agg.keys, agg.key_means, agg.key_last):
+        bucket = None
+        if hist:
+            e = next(e for e in hist.buckets if bucket_label(hist, e) == k)
+            bucket = bucket_model(hist.name, e)
+        rows.append(BreakdownRow(key=k, value=mean, last=last, share=mean / total if total else 0.0, bucket=bucket))
+    w = agg.window
+    return BreakdownResult(
+        statistic=public(stat), tier=w.tier, start=w.start, end=w.end, total=total, rows=rows,
+        other=agg.other_mean, elements=agg.elements, approximate=agg.approximate,
+    )

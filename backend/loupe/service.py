@@ -1,0 +1,118 @@
+"""The running backend: store, live hub, telemetry, background upkeep and the local agent."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from pathlib import Path
+
+from .config import Settings
+from .frame import IngestRequest
+from .live import LiveHub
+from .store.base import IngestOutcome
+from .store.duckdb_store import DuckDBStore
+from .telemetry import Telemetry
+
+log = logging.getLogger("loupe")
+
+
+def ingest_token(settings: Settings) -> str:
+    """The configured token, else one kept in the data dir (created 0600 on first start)."""
+    if settings.ingest_token:
+        return settings.ingest_token
+    path = settings.data_dir / "ingest.token"
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    path.touch(mode=0o600)
+    path.write_text(token + "\n")
+    return token
+
+
+class Loupe:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.retain = {"second": settings.retain_seconds, "minute": settings.retain_minutes,
+                       "hour": settings.retain_hours}
+        self.store = DuckDBStore(settings.db_path, retain=self.retain, top_files=settings.top_files,
+                                 compact_every=settings.compact_every)
+        self.token = ingest_token(settings)
+        self.hub = LiveHub()
+        self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.agent_stops: list[threading.Event] = []
+        self.last_prune: dict | None = None
+
+    # Ingest is synchronous: it runs in the API's worker threads.
+    def ingest(self, req: IngestRequest, received_at: float | None = None) -> IngestOutcome:
+        received_at = time.time() if received_at is None else received_at
+        out = self.store.ingest(req.frames, received_at=received_at)
+        t = self.telemetry
+        t.count("accepted", out.accepted)
+        t.count("duplicate", out.duplicates)
+        t.count("rejected", len(out.rejected))
+        for r in out.rejected:
+            t.rejected["too_old" if "older" in r["reason"] else "future"] += 1
+        t.rows += out.rows
+        t.folded += out.folded_rows
+        if out.accepted:
+            t.observe_frames(req.frames, out.stored, received_at)
+            self.hub.publish(out.seconds)
+        if req.agent and req.status is not None:
+            host = req.frames[0].host if req.frames else None
+            self.store.record_status(req.agent, host, req.status, received_at)
+        return out
+
+    def start_background(self) -> None:
+        t = threading.Thread(target=self._upkeep, name="loupe-upkeep", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _upkeep(self) -> None:
+        next_prune = next_compact = 0.0
+        while not self._stop.wait(1.0):
+            now = time.time()
+            try:
+                self.store.rollup(int(now))
+                if now >= next_compact:
+                    next_compact = now + 60
+                    moved = self.store.compact(int(now))
+                    if moved:
+                        log.info("compacted %d settled seconds rows", moved)
+                if now >= next_prune:
+                    next_prune = now + 300
+                    rep = self.store.prune(int(now))
+                    for k, v in rep.rows.items():
+                        self.telemetry.pruned[k] += v
+                    self.last_prune = dict(at=now, rows=rep.rows, bytes_before=rep.bytes_before,
+                                           bytes_after=rep.bytes_after)
+            except Exception:  # keep upkeep alive; the next tick retries
+                log.exception("store upkeep failed")
+
+    def start_local_agent(self, url: str, *, demo: bool) -> None:
+        """Run this machine's procfs agent (and the demo NAS) in-process, posting over HTTP like any agent."""
+        from loupe_probes.agent import start_in_thread
+
+        _, stop = start_in_thread(
+            server=url, token=self.token, sources=["procfs"], state_dir=Path(self.settings.data_dir) / "agent",
+        )
+        self.agent_stops.append(stop)
+        if demo:
+            _, stop = start_in_thread(
+                server=url, token=self.token, sources=["synthetic"], state_dir=Path(self.settings.data_dir) / "demo",
+                demo_clients=self.settings.demo_clients, seed=self.settings.demo_seed,
+                backfill=self.settings.demo_backfill,
+            )
+            self.agent_stops.append(stop)
+
+    def close(self) -> None:
+        for s in self.agent_stops:
+            s.set()
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=5)
+        self.store.close()

@@ -1,0 +1,132 @@
+"""The store interface. The API talks only to this; DuckDB is the embedded engine,
+and a ClickHouse engine can implement the same methods without touching the API.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+from ..catalog import Metric
+from ..frame import Frame, SourceStatus
+from ..timerange import Window
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A metric, filters and an optional breakdown, already checked against the catalog.
+
+    `where` holds equality/set filters on string dimensions; `band` restricts a
+    count metric to events in histogram buckets lo..hi of one histogram dimension.
+    """
+
+    metric: Metric
+    by: str | None = None
+    where: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    band: tuple[str, int, int] | None = None
+
+    @property
+    def where_dict(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self.where}
+
+
+@dataclass
+class Aggregate:
+    """A time series broken down by one dimension, top elements plus other."""
+
+    window: Window
+    total: list[float]
+    keys: list[str]
+    values: list[list[float]]  # per key, per point
+    key_means: list[float]
+    key_last: list[float]
+    other: list[float]
+    other_mean: float
+    elements: int
+    approximate: bool
+    last_index: int  # index of the latest point that has data, -1 if none
+
+
+@dataclass
+class Heatmap:
+    window: Window
+    buckets: list[int]  # exponents, contiguous lo..hi of what was seen
+    cells: list[tuple[int, int, float]]  # (time index, index into buckets, rate)
+    total: list[float]
+
+
+@dataclass
+class IngestOutcome:
+    accepted: int = 0
+    duplicates: int = 0
+    rows: int = 0
+    folded_rows: int = 0
+    rejected: list[dict] = field(default_factory=list)
+    seconds: dict[str, set[int]] = field(default_factory=dict)  # family -> seconds stored
+    stored: set[tuple[str, int]] = field(default_factory=set)  # (source, seq) of frames stored
+
+
+@dataclass
+class PruneReport:
+    rows: dict[str, int]  # table -> rows deleted
+    bytes_before: int
+    bytes_after: int
+
+
+class Store(abc.ABC):
+    @abc.abstractmethod
+    def ingest(self, frames: list[Frame], *, received_at: float) -> IngestOutcome: ...
+
+    @abc.abstractmethod
+    def aggregate(self, stat: Statistic, window: Window, top: int) -> Aggregate: ...
+
+    @abc.abstractmethod
+    def heatmap(self, stat: Statistic, dim: str, window: Window) -> Heatmap: ...
+
+    @abc.abstractmethod
+    def second(self, stat: Statistic, ts: int, keys: list[str]) -> tuple[float, dict[str, float], float]:
+        """One second: (total, values of `keys`, other). For live pushes."""
+
+    @abc.abstractmethod
+    def rollup(self, now: int) -> int:
+        """Roll closed dirty periods up a tier; returns periods rolled."""
+
+    @abc.abstractmethod
+    def prune(self, now: int) -> PruneReport: ...
+
+    @abc.abstractmethod
+    def compact(self, now: int) -> int:
+        """Re-sort settled seconds for cheap per-element scans; returns rows moved."""
+
+    @abc.abstractmethod
+    def size_bytes(self) -> int: ...
+
+    @abc.abstractmethod
+    def ping(self) -> None:
+        """Raise if the engine cannot answer a query."""
+
+    # Sources reported by agents.
+    @abc.abstractmethod
+    def record_status(self, agent: str, host: str | None, status: list[SourceStatus], seen: float) -> None: ...
+
+    @abc.abstractmethod
+    def sources(self) -> list[dict]: ...
+
+    @abc.abstractmethod
+    def hosts(self) -> list[str]: ...
+
+    # Worksheets.
+    @abc.abstractmethod
+    def worksheet_put(self, ws_id: str, name: str, owner: str, spec: str, created: float, updated: float) -> None: ...
+
+    @abc.abstractmethod
+    def worksheet_get(self, ws_id: str) -> dict | None: ...
+
+    @abc.abstractmethod
+    def worksheet_list(self) -> list[dict]: ...
+
+    @abc.abstractmethod
+    def worksheet_delete(self, ws_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,645 @@
+"""The embedded store, on DuckDB.
+
+Layout, per family ``f`` (nfs, disk, cpu, net):
+
+* ``f_s_hot``  seconds as they arrive, appended one Arrow batch per request.
+* ``f_s``      settled seconds, moved from hot in chunks of ``compact_every``
+               seconds and sorted by the family's key (e.g. host, client, file, ts),
+               so one client's day touches a few row groups (zone maps skip the rest).
+* ``f_m``, ``f_h``  minute and hour rollups: exact sums of the tier below.
+
+Every row holds every dimension of its family, so any breakdown can be asked of
+any stored period. Histograms are one BIGINT column per log2 bucket (``l20`` =
+latency bucket 2^20 ns); empty buckets are constant zero and compress away.
+
+Rollups are driven by a ``dirty`` set of periods, written in the same transaction
+as the seconds that dirtied them; a late frame simply re-dirties its minute. Until
+a period is rolled, queries read it from the tier below (see :meth:`_layers`), so
+a coarse chart never has a hole at its right edge.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family
+from ..frame import Frame, SourceStatus
+from ..timerange import Window
+from .base import Aggregate, Heatmap, IngestOutcome, PruneReport, Statistic, Store
+
+log = logging.getLogger("loupe.store")
+
+PERIOD = {"m": 60, "h": 3600}
+TIER_TABLE = {"second": "s", "minute": "m", "hour": "h"}
+ROLLUP_GRACE = 5  # seconds after a period ends before it is rolled up
+FUTURE_SLACK = 600  # frames this far ahead of the server clock are refused
+
+
+def _sort_key(fam: Family) -> list[str]:
+    # host, then the dimension users drill into most, then ts: one element's history is contiguous.
+    order = {"nfs": ["host", "client", "file"], "net": ["host", "client"], "disk": ["host", "disk"], "cpu": ["host"]}
+    return order[fam.name] + ["ts"]
+
+
+def _hist_cols(fam: Family) -> list[str]:
+    return [c for h in fam.hists for c in h.columns]
+
+
+class DuckDBStore(Store):
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        retain: dict[str, int] | None = None,
+        top_files: int = 500,
+        compact_every: int = 3600,
+        clock=time.time,
+    ) -> None:
+        self.path = str(path)
+        self.retain = retain or {"second": 48 * 3600, "minute": 30 * 86400, "hour": 365 * 86400}
+        self.top_files = top_files
+        self.compact_every = compact_every
+        self.clock = clock
+        self._db = duckdb.connect(self.path)
+        self._local = threading.local()
+        self._wlock = threading.RLock()
+        self._create()
+        self._hwm: dict[str, int] = dict(self._db.execute("SELECT source, hwm FROM seqs").fetchall())
+        self._dirty: set[tuple[str, str, int]] = {
+            (f, t, p) for f, t, p in self._db.execute("SELECT DISTINCT family, tier, period FROM dirty").fetchall()
+        }
+        self._hosts: set[str] = {h for (h,) in self._db.execute("SELECT host FROM hosts").fetchall()}
+        self._sources: dict[tuple[str, str], dict] = {}
+        for row in self._db.execute(
+            "SELECT agent, name, host, families, state, reason, demo, last_seen FROM sources"
+        ).fetchall():
+            a, n, h, fams, st, rs, demo, seen = row
+            self._sources[(a, n)] = dict(agent=a, name=n, host=h, families=fams.split(",") if fams else [],
+                                         state=st, reason=rs, demo=bool(demo), last_seen=seen)
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'compacted_upto'").fetchone()
+        self._compacted = int(row[0]) if row else 0
+
+    # ---------------------------------------------------------------- schema
+    def _create(self) -> None:
+        db = self._db
+        for fam in FAMILIES.values():
+            cols = ["ts BIGINT NOT NULL"] + [f"{d} VARCHAR NOT NULL" for d in fam.dims]
+            cols += ["count BIGINT NOT NULL", "bytes BIGINT NOT NULL", "lat_sum BIGINT NOT NULL"]
+            cols += [f"{c} BIGINT NOT NULL" for c in _hist_cols(fam)]
+            for suffix in ("s_hot", "s", "m", "h"):
+                db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_{suffix} ({', '.join(cols)})")
+        db.execute("CREATE TABLE IF NOT EXISTS seqs (source VARCHAR PRIMARY KEY, hwm BIGINT, updated DOUBLE)")
+        db.execute("CREATE TABLE IF NOT EXISTS dirty (family VARCHAR, tier VARCHAR, period BIGINT)")
+        db.execute("CREATE TABLE IF NOT EXISTS hosts (host VARCHAR PRIMARY KEY, first_seen DOUBLE)")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS sources (agent VARCHAR, name VARCHAR, host VARCHAR, families VARCHAR,"
+            " state VARCHAR, reason VARCHAR, demo BOOLEAN, last_seen DOUBLE, PRIMARY KEY (agent, name))"
+        )
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS worksheets (id VARCHAR PRIMARY KEY, name VARCHAR, owner VARCHAR,"
+            " created DOUBLE, updated DOUBLE, spec VARCHAR)"
+        )
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+
+    @property
+    def _cur(self) -> duckdb.DuckDBPyConnection:
+        cur = getattr(self._local, "cur", None)
+        if cur is None:
+            cur = self._local.cur = self._db.cursor()
+        return cur
+
+    # ---------------------------------------------------------------- ingest
+    def ingest(self, frames: list[Frame], *, received_at: float) -> IngestOutcome:
+        out = IngestOutcome()
+        now = int(received_at)
+        oldest = now - self.retain["second"] + 3600  # must still be rollable before it is pruned
+        with self._wlock:
+            pending: dict[str, int] = {}
+            fresh: list[Frame] = []
+            for fr in sorted(frames, key=lambda f: (f.source, f.seq)):
+                hwm = pending.get(fr.source, self._hwm.get(fr.source, -1))
+                if fr.seq <= hwm:
+                    out.duplicates += 1
+                    continue
+                if fr.ts < oldest:
+                    out.rejected.append(dict(source=fr.source, seq=fr.seq, reason=(
+                        f"ts {fr.ts} is older than the seconds retention allows (oldest accepted {oldest})")))
+                    continue
+                if fr.ts > now + FUTURE_SLACK:
+                    out.rejected.append(dict(source=fr.source, seq=fr.seq, reason=(
+                        f"ts {fr.ts} is {fr.ts - now} s ahead of the server clock (limit {FUTURE_SLACK} s)")))
+                    continue
+                fresh.append(fr)
+                pending[fr.source] = fr.seq
+            if not fresh:
+                return out
+            by_fam: dict[str, list[Frame]] = defaultdict(list)
+            for fr in fresh:
+                by_fam[fr.family].append(fr)
+            tables = {}
+            for name, frs in by_fam.items():
+                table, folded = self._to_arrow(FAMILIES[name], frs)
+                tables[name] = table
+                out.folded_rows += folded
+                out.rows += table.num_rows
+                out.seconds[name] = {fr.ts for fr in frs}
+            new_dirty = {(f, "m", ts - ts % 60) for f, tss in out.seconds.items() for ts in tss} - self._dirty
+            new_hosts = {fr.host for fr in fresh} - self._hosts
+            cur = self._cur
+            cur.begin()
+            try:
+                for name, table in tables.items():
+                    self._append(cur, f"{name}_s_hot", table)
+                cur.executemany(
+                    "INSERT OR REPLACE INTO seqs VALUES (?, ?, ?)", [(s, q, received_at) for s, q in pending.items()]
+                )
+                if new_dirty:
+                    cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(new_dirty))
+                if new_hosts:
+                    cur.executemany("INSERT OR IGNORE INTO hosts VALUES (?, ?)", [(h, received_at) for h in new_hosts])
+                cur.commit()
+            except BaseException:
+                cur.rollback()
+                raise
+            self._hwm.update(pending)
+            self._dirty |= new_dirty
+            self._hosts |= new_hosts
+            out.accepted = len(fresh)
+            out.stored = {(fr.source, fr.seq) for fr in fresh}
+        return out
+
+    def append_arrow(self, family: str, table: pa.Table, *, dirty: bool = True) -> None:
+        """Append rows already in the family's column layout (bench and bulk loads)."""
+        with self._wlock:
+            cur = self._cur
+            cur.begin()
+            self._append(cur, f"{family}_s_hot", table)
+            if dirty:
+                ts = pa.compute.unique(table.column("ts")).to_numpy()
+                periods = {(family, "m", int(t - t % 60)) for t in ts} - self._dirty
+                if periods:
+                    cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(periods))
+                self._dirty |= periods
+            cur.commit()
+
+    @staticmethod
+    def _append(cur, table_name: str, table: pa.Table) -> None:
+        cur.register("_batch", table)
+        try:
+            cur.execute(f"INSERT INTO {table_name} BY NAME SELECT * FROM _batch")
+        finally:
+            cur.unregister("_batch")
+
+    def _fold(self, fam: Family, fr: Frame) -> tuple[list, int]:
+        """Keep the top K files of this (host, second); fold the rest into FILE_OTHER.
+
+        The other dimensions stay exact, so totals by client, op or share are
+        unchanged; only the per-file split of the folded part is lost.
+        """
+        rows = fr.rows
+        if not fam.fold_dim:
+            return rows, 0
+        weight: dict[str, int] = defaultdict(int)
+        for r in rows:
+            weight[r.dims.get(fam.fold_dim, "")] += r.count or 1
+        if len(weight) <= self.top_files:
+            return rows, 0
+        keep = set(sorted(weight, key=lambda k: (-weight[k], k))[: self.top_files])
+        kept, merged = [], {}
+        folded = 0
+        for r in rows:
+            if r.dims.get(fam.fold_dim, "") in keep:
+                kept.append(r)
+                continue
+            folded += 1
+            dims = dict(r.dims)
+            dims[fam.fold_dim] = FILE_OTHER
+            key = tuple(sorted(dims.items()))
+            acc = merged.get(key)
+            if acc is None:
+                acc = merged[key] = r.model_copy(update={"dims": dims, "hist": {h: dict(b) for h, b in r.hist.items()}})
+                continue
+            acc.count += r.count
+            acc.bytes += r.bytes
+            acc.lat_sum += r.lat_sum
+            for h, b in r.hist.items():
+                dst = acc.hist.setdefault(h, {})
+                for e, n in b.items():
+                    dst[e] = dst.get(e, 0) + n
+        return kept + list(merged.values()), folded
+
+    def _to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
+        folded = 0
+        prepared = []
+        for fr in frames:
+            rows, f = self._fold(fam, fr)
+            folded += f
+            prepared.append((fr, rows))
+        n = sum(len(rows) for _, rows in prepared)
+        ts = np.empty(n, dtype=np.int64)
+        vals = {k: np.empty(n, dtype=np.int64) for k in ("count", "bytes", "lat_sum")}
+        dims = {d: [] for d in fam.dims}
+        hist: dict[str, np.ndarray] = {}
+        i = 0
+        other_dims = [d for d in fam.dims if d != "host"]
+        for fr, rows in prepared:
+            host = fr.host
+            for r in rows:
+                ts[i] = fr.ts
+                dims["host"].append(host)
+                rd = r.dims
+                for d in other_dims:
+                    dims[d].append(rd.get(d, ""))
+                vals["count"][i] = r.count
+                vals["bytes"][i] = r.bytes
+                vals["lat_sum"][i] = r.lat_sum
+                for h, buckets in r.hist.items():
+                    prefix = h[0]
+                    for e, c in buckets.items():
+                        col = f"{prefix}{int(e)}"
+                        arr = hist.get(col)
+                        if arr is None:
+                            arr = hist[col] = np.zeros(n, dtype=np.int64)
+                        arr[i] += c
+                i += 1
+        zeros = np.zeros(n, dtype=np.int64)
+        cols = {"ts": ts, **{d: pa.array(v, type=pa.string()) for d, v in dims.items()}, **vals}
+        for c in _hist_cols(fam):
+            cols[c] = hist.get(c, zeros)
+        return pa.table(cols), folded
+
+    # ---------------------------------------------------------------- queries
+    def _watermarks(self, family: str) -> tuple[int, int]:
+        """(W_h, W_m): hours before W_h and minutes before W_m are rolled up and current."""
+        inf = 2**62
+        dm = [p for f, t, p in self._dirty if f == family and t == "m"]
+        dh = [p for f, t, p in self._dirty if f == family and t == "h"]
+        w_m = min(dm) if dm else inf
+        w_h = min(dh) if dh else inf
+        if w_m != inf:
+            w_h = min(w_h, w_m - w_m % 3600)
+        return w_h, w_m
+
+    def _layers(self, family: str, tier: str, a: int, b: int) -> list[tuple[str, int, int]]:
+        """Tables and [from, to) spans that together cover [a, b) at the given tier."""
+        secs = [f"{family}_s", f"{family}_s_hot"]
+        if tier == "second":
+            return [(t, a, b) for t in secs]
+        w_h, w_m = self._watermarks(family)
+        spans: list[tuple[str, int, int]] = []
+        if tier == "hour":
+            spans.append((f"{family}_h", a, min(b, w_h)))
+            spans.append((f"{family}_m", max(a, w_h), min(b, w_m)))
+        else:
+            spans.append((f"{family}_m", a, min(b, w_m)))
+        spans += [(t, max(a, w_m), b) for t in secs]
+        return [s for s in spans if s[1] < s[2]]
+
+    def _source_sql(self, stat: Statistic, window: Window, select: str, params: list) -> str:
+        fam = stat.metric.family
+        conds = []
+        for dim, values in stat.where:
+            ph = []
+            for v in values:
+                params.append(v)
+                ph.append(f"${len(params)}")
+            conds.append(f"{dim} IN ({', '.join(ph)})")
+        extra = "".join(f" AND {c}" for c in conds)
+        parts = [
+            f"SELECT {select} FROM {table} WHERE ts >= {lo} AND ts < {hi}{extra}"
+            for table, lo, hi in self._layers(fam, window.tier, window.start, window.end)
+        ]
+        if not parts:  # nothing can match; keep the shape
+            parts = [f"SELECT {select} FROM {fam}_s WHERE false"]
+        return " UNION ALL ".join(parts)
+
+    def _value_expr(self, stat: Statistic) -> str:
+        if stat.band:
+            dim, lo, hi = stat.band
+            h = HISTOGRAMS[dim]
+            return " + ".join(h.column(e) for e in range(lo, hi + 1))
+        return stat.metric.value
+
+    def aggregate(self, stat: Statistic, window: Window, top: int) -> Aggregate:
+        if stat.by in HISTOGRAMS:
+            return self._aggregate_hist(stat, window)
+        n = window.points
+        scale = stat.metric.scale / window.step
+        key = stat.by or "''"
+        params: list = []
+        src = self._source_sql(stat, window, f"ts, {key} AS k, {self._value_expr(stat)} AS v", params)
+        sql = f"""
+            WITH src AS ({src}),
+            agg AS MATERIALIZED (
+                SELECT (ts - {window.start}) // {window.step} AS i, k, sum(v)::DOUBLE AS v FROM src GROUP BY ALL
+                HAVING sum(v) <> 0),
+            keys AS (SELECT k, sum(v) AS s FROM agg GROUP BY k),
+            top AS (SELECT k FROM keys ORDER BY s DESC, k LIMIT {int(top)})
+            SELECT i, CASE WHEN k IN (SELECT k FROM top) THEN k END AS kk, sum(v) AS v,
+                   (SELECT count(*) FROM keys) AS elements,
+                   (SELECT count(*) FROM keys WHERE k = '{FILE_OTHER}') AS folded
+            FROM agg GROUP BY i, kk"""
+        rows = self._cur.execute(sql, params).fetchall()
+        total = np.zeros(n)
+        series: dict[str, np.ndarray] = {}
+        other = np.zeros(n)
+        elements = folded = 0
+        for i, kk, v, elements, folded in rows:
+            if not 0 <= i < n:
+                continue
+            total[i] += v
+            if kk is None or not stat.by:
+                other[i] += v
+            else:
+                series.setdefault(kk, np.zeros(n))[i] += v
+        if not stat.by:
+            other[:] = 0
+        nz = np.nonzero(total)[0]
+        last = int(nz[-1]) if len(nz) else -1
+        keys = sorted(series, key=lambda k: (-series[k].sum(), k))
+        per_point = 1.0 / window.points
+        return Aggregate(
+            window=window,
+            total=(total * scale).tolist(),
+            keys=keys,
+            values=[(series[k] * scale).tolist() for k in keys],
+            key_means=[float(series[k].sum() * scale * per_point) for k in keys],
+            key_last=[float(series[k][last] * scale) if last >= 0 else 0.0 for k in keys],
+            other=(other * scale).tolist(),
+            other_mean=float(other.sum() * scale * per_point),
+            elements=int(elements or 0),
+            approximate=bool(folded) and stat.by == FAMILIES[stat.metric.family].fold_dim,
+            last_index=last,
+        )
+
+    def _hist_matrix(self, stat: Statistic, dim: str, window: Window) -> tuple[np.ndarray, list[int]]:
+        """Per point and bucket: events of histogram `dim` (a band on the same dim narrows the buckets)."""
+        h = HISTOGRAMS[dim]
+        exps = list(h.buckets)
+        if stat.band:
+            exps = [e for e in exps if stat.band[1] <= e <= stat.band[2]]
+        cols = [h.column(e) for e in exps]
+        params: list = []
+        src = self._source_sql(Statistic(stat.metric, None, stat.where), window, "ts, " + ", ".join(cols), params)
+        sums = ", ".join(f"sum({c})::DOUBLE" for c in cols)
+        sql = f"SELECT (ts - {window.start}) // {window.step} AS i, {sums} FROM ({src}) GROUP BY i"
+        m = np.zeros((window.points, len(exps)))
+        for row in self._cur.execute(sql, params).fetchall():
+            if 0 <= row[0] < window.points:
+                m[row[0]] = [x or 0.0 for x in row[1:]]
+        return m, exps
+
+    def _aggregate_hist(self, stat: Statistic, window: Window) -> Aggregate:
+        m, exps = self._hist_matrix(stat, stat.by, window)
+        scale = stat.metric.scale / window.step
+        m = m * scale
+        total = m.sum(axis=1)
+        nz = np.nonzero(total)[0]
+        last = int(nz[-1]) if len(nz) else -1
+        used = [j for j in range(len(exps)) if m[:, j].any()]
+        h = HISTOGRAMS[stat.by]
+        return Aggregate(
+            window=window,
+            total=total.tolist(),
+            keys=[bucket_label(h, exps[j]) for j in used],
+            values=[m[:, j].tolist() for j in used],
+            key_means=[float(m[:, j].mean()) for j in used],
+            key_last=[float(m[last, j]) if last >= 0 else 0.0 for j in used],
+            other=[0.0] * window.points,
+            other_mean=0.0,
+            elements=len(used),
+            approximate=False,
+            last_index=last,
+        )
+
+    def heatmap(self, stat: Statistic, dim: str, window: Window) -> Heatmap:
+        m, exps = self._hist_matrix(stat, dim, window)
+        m = m * (stat.metric.scale / window.step)
+        cols = np.nonzero(m.any(axis=0))[0]
+        if len(cols) == 0:
+            return Heatmap(window, [], [], m.sum(axis=1).tolist())
+        lo, hi = int(cols[0]), int(cols[-1])
+        sub = m[:, lo : hi + 1]
+        ti, bi = np.nonzero(sub)
+        cells = [(int(t), int(b), float(sub[t, b])) for t, b in zip(ti, bi)]
+        return Heatmap(window, exps[lo : hi + 1], cells, m.sum(axis=1).tolist())
+
+    def second(self, stat: Statistic, ts: int, keys: list[str]) -> tuple[float, dict[str, float], float]:
+        window = Window(ts, ts + 1, 1, "second")
+        key = stat.by if stat.by and stat.by not in HISTOGRAMS else "''"
+        params: list = []
+        src = self._source_sql(stat, window, f"{key} AS k, {self._value_expr(stat)} AS v", params)
+        rows = self._cur.execute(f"SELECT k, sum(v)::DOUBLE FROM ({src}) GROUP BY k", params).fetchall()
+        scale = stat.metric.scale
+        total = sum(v for _, v in rows) * scale
+        wanted = set(keys)
+        values = {k: 0.0 for k in keys}
+        for k, v in rows:
+            if k in wanted:
+                values[k] = v * scale
+        return total, values, total - sum(values.values())
+
+    # ---------------------------------------------------------------- maintenance
+    def rollup(self, now: int) -> int:
+        done = 0
+        for tier in ("m", "h"):  # minutes first: rolling a minute dirties its hour
+            for fam_name, t, period in sorted(p for p in self._dirty if p[1] == tier):
+                if period + PERIOD[tier] + ROLLUP_GRACE > now:
+                    continue
+                with self._wlock:
+                    if (fam_name, t, period) not in self._dirty:
+                        continue
+                    self._roll(FAMILIES[fam_name], t, period)
+                done += 1
+        return done
+
+    def _roll(self, fam: Family, tier: str, period: int) -> None:
+        length = PERIOD[tier]
+        sources = [f"{fam.name}_s", f"{fam.name}_s_hot"] if tier == "m" else [f"{fam.name}_m"]
+        span = f"ts >= {period} AND ts < {period + length}"
+        src = " UNION ALL ".join(f"SELECT * FROM {t} WHERE {span}" for t in sources)
+        measures = ["count", "bytes", "lat_sum"] + _hist_cols(fam)
+        sums = ", ".join(f"sum({c})::BIGINT AS {c}" for c in measures)
+        dims = list(fam.dims)
+        order = ", ".join(d for d in _sort_key(fam) if d != "ts")
+        if fam.fold_dim:
+            fd = fam.fold_dim
+            others = [d for d in dims if d != fd]
+            sel = f"""
+                WITH g AS (SELECT {', '.join(dims)}, {sums} FROM ({src}) GROUP BY ALL),
+                r AS (SELECT host, {fd}, row_number() OVER (PARTITION BY host ORDER BY sum(count) DESC, {fd}) AS rn
+                      FROM g GROUP BY host, {fd})
+                SELECT {period} AS ts, {', '.join('g.' + d for d in others)},
+                       CASE WHEN r.rn <= {self.top_files} THEN g.{fd} ELSE '{FILE_OTHER}' END AS {fd},
+                       {', '.join(f'sum(g.{c})::BIGINT AS {c}' for c in measures)}
+                FROM g JOIN r USING (host, {fd}) GROUP BY ALL ORDER BY {order}"""
+        else:
+            sel = f"SELECT {period} AS ts, {', '.join(dims)}, {sums} FROM ({src}) GROUP BY ALL ORDER BY {order}"
+        cur = self._cur
+        cur.begin()
+        try:
+            cur.execute(f"DELETE FROM {fam.name}_{tier} WHERE ts = {period}")
+            cur.execute(f"INSERT INTO {fam.name}_{tier} BY NAME {sel}")
+            cur.execute("DELETE FROM dirty WHERE family = ? AND tier = ? AND period = ?", [fam.name, tier, period])
+            up = None
+            if tier == "m":
+                up = (fam.name, "h", period - period % 3600)
+                if up not in self._dirty:
+                    cur.execute("INSERT INTO dirty VALUES (?, ?, ?)", list(up))
+            cur.commit()
+        except BaseException:
+            cur.rollback()
+            raise
+        self._dirty.discard((fam.name, tier, period))
+        if up:
+            self._dirty.add(up)
+
+    def prune(self, now: int) -> PruneReport:
+        before = self.size_bytes()
+        deleted: dict[str, int] = {}
+        cut = {"s": now - self.retain["second"], "m": now - self.retain["minute"], "h": now - self.retain["hour"]}
+        with self._wlock:
+            cur = self._cur
+            for fam in FAMILIES:
+                for suffix, c in (("s_hot", cut["s"]), ("s", cut["s"]), ("m", cut["m"]), ("h", cut["h"])):
+                    n = cur.execute(f"DELETE FROM {fam}_{suffix} WHERE ts < {c}").fetchone()[0]
+                    if n:
+                        deleted[f"{fam}_{suffix}"] = int(n)
+            if deleted:
+                cur.execute("CHECKPOINT")
+        after = self.size_bytes()
+        if deleted:
+            log.info("pruned %s rows (%s); store %d -> %d bytes", sum(deleted.values()), deleted, before, after)
+        return PruneReport(deleted, before, after)
+
+    def compact(self, now: int) -> int:
+        cutoff = (now - 120) - (now - 120) % self.compact_every
+        if cutoff <= self._compacted:
+            return 0
+        moved = 0
+        with self._wlock:
+            cur = self._cur
+            cur.begin()
+            try:
+                for fam in FAMILIES.values():
+                    order = ", ".join(_sort_key(fam))
+                    n = cur.execute(
+                        f"INSERT INTO {fam.name}_s SELECT * FROM {fam.name}_s_hot WHERE ts < {cutoff} ORDER BY {order}"
+                    ).fetchone()[0]
+                    cur.execute(f"DELETE FROM {fam.name}_s_hot WHERE ts < {cutoff}")
+                    moved += int(n)
+                cur.execute("INSERT OR REPLACE INTO meta VALUES ('compacted_upto', ?)", [str(cutoff)])
+                cur.commit()
+            except BaseException:
+                cur.rollback()
+                raise
+            self._compacted = cutoff
+        return moved
+
+    def checkpoint(self) -> None:
+        with self._wlock:
+            self._cur.execute("CHECKPOINT")
+
+    def size_bytes(self) -> int:
+        total = 0
+        for p in (self.path, self.path + ".wal"):
+            try:
+                total += os.path.getsize(p)
+            except OSError:
+                pass
+        return total
+
+    def ping(self) -> None:
+        self._cur.execute("SELECT 1").fetchone()
+
+    def row_counts(self) -> dict[str, int]:
+        out = {}
+        for fam in FAMILIES:
+            for suffix in ("s_hot", "s", "m", "h"):
+                out[f"{fam}_{suffix}"] = self._cur.execute(f"SELECT count(*) FROM {fam}_{suffix}").fetchone()[0]
+        return out
+
+    # ---------------------------------------------------------------- sources, hosts
+    def record_status(self, agent: str, host: str | None, status: list[SourceStatus], seen: float) -> None:
+        changed = []
+        for st in status:
+            key = (agent, st.name)
+            rec = dict(agent=agent, name=st.name, host=host, families=list(st.families), state=st.state,
+                       reason=st.reason, demo=st.demo, last_seen=seen)
+            old = self._sources.get(key)
+            self._sources[key] = rec
+            if old is None or any(old[k] != rec[k] for k in ("host", "families", "state", "reason", "demo")) \
+                    or seen - old["last_seen"] > 60:
+                changed.append(rec)
+        if changed:
+            with self._wlock:
+                self._cur.executemany(
+                    "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(r["agent"], r["name"], r["host"], ",".join(r["families"]), r["state"], r["reason"],
+                      r["demo"], r["last_seen"]) for r in changed],
+                )
+
+    def sources(self) -> list[dict]:
+        return [dict(v) for _, v in sorted(self._sources.items())]
+
+    def hosts(self) -> list[str]:
+        return sorted(self._hosts)
+
+    # ---------------------------------------------------------------- worksheets
+    def worksheet_put(self, ws_id: str, name: str, owner: str, spec: str, created: float, updated: float) -> None:
+        with self._wlock:
+            self._cur.execute(
+                "INSERT OR REPLACE INTO worksheets VALUES (?, ?, ?, ?, ?, ?)", [ws_id, name, owner, created, updated, spec]
+            )
+
+    def _ws(self, row) -> dict:
+        return dict(zip(("id", "name", "owner", "created", "updated", "spec"), row))
+
+    def worksheet_get(self, ws_id: str) -> dict | None:
+        row = self._cur.execute("SELECT * FROM worksheets WHERE id = ?", [ws_id]).fetchone()
+        return self._ws(row) if row else None
+
+    def worksheet_list(self) -> list[dict]:
+        return [self._ws(r) for r in self._cur.execute("SELECT * FROM worksheets ORDER BY updated DESC").fetchall()]
+
+    def worksheet_delete(self, ws_id: str) -> bool:
+        with self._wlock:
+            n = self._cur.execute("DELETE FROM worksheets WHERE id = ?", [ws_id]).fetchone()[0]
+        return bool(n)
+
+    def close(self) -> None:
+        with self._wlock:
+            try:
+                self._db.execute("CHECKPOINT")
+            finally:
+                self._db.close()
+
+
+def _fmt(v: float, unit: str) -> str:
+    if unit == "ns":
+        for div, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+            if v >= div:
+                return f"{v / div:.3g} {u}"
+        return f"{v:.0f} ns"
+    for div, u in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if v >= div:
+            return f"{v / div:.3g} {u}"
+    return f"{v:.0f} B"
+
+
+def bucket_label(h, e: int) -> str:
+    lo, hi = h.bounds(e)
+    if hi is None:
+        return f"≥ {_fmt(lo, h.unit)}"
+    if lo == 0:
+        return f"< {_fmt(hi, h.unit)}"
+    return f"{_fmt(lo, h.unit)} – {_fmt(hi, h.unit)}"

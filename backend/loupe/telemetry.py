@@ -1,0 +1,89 @@
+"""Loupe's own health and the low-cardinality headline series, for GET /metrics.
+
+Counters are kept in memory by ingest and exported by a custom collector that
+builds fresh metric families on every scrape. Never per-file or per-client labels.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from .frame import Frame
+
+# family -> (labels taken from row dims, counters: name -> (row field, help, scale))
+HEADLINES = {
+    "nfs": (("proto", "op"), {"nfs_ops": ("count", "NFS operations", 1.0), "nfs_bytes": ("bytes", "NFS payload bytes", 1.0)}),
+    "disk": (("disk", "op"), {"disk_ops": ("count", "Disk I/O operations", 1.0), "disk_bytes": ("bytes", "Disk bytes", 1.0)}),
+    "cpu": (("mode",), {"cpu_seconds": ("count", "CPU seconds by mode", 1e-6)}),
+    "net": (("interface", "direction"), {"net_bytes": ("bytes", "Network bytes", 1.0), "net_packets": ("count", "Network packets", 1.0)}),
+}
+
+
+class Telemetry(Collector):
+    def __init__(self, store_size=lambda: 0, subscribers=lambda: 0) -> None:
+        self._lock = threading.Lock()
+        self.frames = defaultdict(int)  # result -> n
+        self.rows = 0
+        self.folded = 0
+        self.rejected = defaultdict(int)  # reason kind -> n
+        self.lag = 0.0
+        self.last_ts = 0
+        self.pruned = defaultdict(int)
+        self.live_dropped = 0
+        self.headline: dict[str, dict[tuple, float]] = defaultdict(lambda: defaultdict(float))
+        self.store_size = store_size
+        self.subscribers = subscribers
+        self.started = time.time()
+
+    def observe_frames(self, frames: list[Frame], accepted_keys: set[tuple[str, int]], received_at: float) -> None:
+        with self._lock:
+            for fr in frames:
+                if (fr.source, fr.seq) not in accepted_keys:
+                    continue
+                labels, counters = HEADLINES[fr.family]
+                for name, (field, _, scale) in counters.items():
+                    acc = self.headline[name]
+                    for r in fr.rows:
+                        key = (fr.host,) + tuple(r.dims.get(lb, "") for lb in labels)
+                        acc[key] += getattr(r, field) * scale
+                self.last_ts = max(self.last_ts, fr.ts)
+                self.lag = max(0.0, received_at - (fr.ts + 1))
+
+    def count(self, result: str, n: int = 1) -> None:
+        with self._lock:
+            self.frames[result] += n
+
+    def collect(self):
+        with self._lock:
+            for name, (labels_src, counters) in ((n, HEADLINES[f]) for f in HEADLINES for n in HEADLINES[f][1]):
+                field, help_, _ = counters[name]
+                fam = CounterMetricFamily(f"loupe_{name}", help_, labels=["host", *labels_src])
+                for key, v in sorted(self.headline[name].items()):
+                    fam.add_metric(list(key), v)
+                yield fam
+            f = CounterMetricFamily("loupe_ingest_frames", "Frames received, by result", labels=["result"])
+            for k in ("accepted", "duplicate", "rejected"):
+                f.add_metric([k], self.frames[k])
+            yield f
+            yield CounterMetricFamily("loupe_ingest_rows", "Rows stored", value=self.rows)
+            yield CounterMetricFamily("loupe_ingest_folded_rows", "Rows folded into '(other files)'", value=self.folded)
+            r = CounterMetricFamily("loupe_rejected_frames", "Frames refused, by reason", labels=["reason"])
+            for k, v in sorted(self.rejected.items()):
+                r.add_metric([k], v)
+            yield r
+            yield GaugeMetricFamily("loupe_ingest_lag_seconds", "Receive time minus the end of the frame's second",
+                                    value=self.lag)
+            yield GaugeMetricFamily("loupe_last_second", "Newest second stored (unix)", value=self.last_ts)
+            p = CounterMetricFamily("loupe_pruned_rows", "Rows removed by retention, by table", labels=["table"])
+            for k, v in sorted(self.pruned.items()):
+                p.add_metric([k], v)
+            yield p
+            yield CounterMetricFamily("loupe_live_dropped_seconds", "Live pushes skipped for slow subscribers",
+                                      value=self.live_dropped)
+        yield GaugeMetricFamily("loupe_store_bytes", "Size of the store on disk", value=self.store_size())
+        yield GaugeMetricFamily("loupe_live_subscribers", "Open live WebSocket connections", value=self.subscribers())

@@ -1,0 +1,36 @@
+"""Frame builders shared by the backend tests."""
+
+import random
+
+from loupe.frame import Frame
+
+NOW = 1_800_000_000 - 1_800_000_000 % 3600  # an hour boundary, so rollup periods are easy to reason about
+
+
+def nfs_frame(ts, rows, *, source="t@h", seq=None, host="nas1"):
+    """rows: list of (client, op, file, count, bytes, {latency exp: n})"""
+    return Frame(
+        source=source, seq=ts if seq is None else seq, ts=ts, family="nfs", host=host,
+        rows=[
+            dict(dims=dict(client=c, op=op, proto="v3", share="/export", file=f), count=n, bytes=b,
+                 lat_sum=n * 1000, hist={"latency": {str(e): k for e, k in lat.items()}} if lat else {})
+            for c, op, f, n, b, lat in rows
+        ],
+    )
+
+
+def random_nfs_frames(start, seconds, *, seed=1, clients=5, files=8, source="r@h", host="nas1"):
+    rnd = random.Random(seed)
+    out = []
+    for ts in range(start, start + seconds):
+        rows = []
+        for _ in range(rnd.randint(1, 12)):
+            n = rnd.randint(1, 50)
+            lat = {}
+            for _ in range(n):
+                e = rnd.choice([12, 13, 20, 21, 22])
+                lat[e] = lat.get(e, 0) + 1
+            rows.append((f"10.0.0.{rnd.randint(1, clients)}", rnd.choice(["read", "write", "getattr"]),
+                         f"/export/f{rnd.randint(1, files)}", n, n * 8192, lat))
+        out.append(nfs_frame(ts, rows, source=source, host=host))
+    return out

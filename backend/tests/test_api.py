@@ -1,0 +1,184 @@
+"""Every API route against a real app and a real DuckDB file, error cases included."""
+
+import time
+
+import pytest
+from factories import nfs_frame
+from fastapi.testclient import TestClient
+
+from loupe.api.main import create_app
+from loupe.config import Settings
+
+TOKEN = "test-token"
+
+
+@pytest.fixture
+def client(tmp_path):
+    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN, max_frame_bytes=200_000))
+    with TestClient(app) as c:
+        yield c
+
+
+def post(client, frames, token=TOKEN, **extra):
+    body = {"frames": [f.model_dump() for f in frames], **extra}
+    return client.post("/api/v1/ingest", json=body, headers={"Authorization": f"Bearer {token}"})
+
+
+def seed(client, seconds=30):
+    now = int(time.time())
+    start = now - seconds
+    frames = []
+    for i in range(seconds):
+        rows = [("10.0.0.7", "read", "/export/a/f1", 100, 819200, {14: 90, 21: 10}),
+                ("10.0.0.7", "write", "/export/a/f2", 20, 163840, {20: 20}),
+                ("10.0.0.9", "read", "/export/a/f1", 5, 40960, {23: 5})]
+        frames.append(nfs_frame(start + i, rows, source="demo@nas1", seq=start + i))
+    r = post(client, frames, agent="a1",
+             status=[{"name": "synthetic.nfs", "families": ["nfs"], "state": "active", "demo": True}])
+    assert r.status_code == 200, r.text
+    return start, now
+
+
+def test_metrics_catalog(client):
+    r = client.get("/api/v1/metrics")
+    assert r.status_code == 200
+    ms = {m["name"]: m for m in r.json()["metrics"]}
+    assert {"nfs.ops", "nfs.bytes", "disk.ops", "disk.bytes", "cpu.util", "net.bytes"} <= set(ms)
+    assert ms["nfs.ops"]["dimensions"] == ["host", "proto", "op", "client", "share", "file", "latency", "size", "offset"]
+    assert ms["nfs.ops"]["histograms"][0] == {"name": "latency", "unit": "ns", "lo": 10, "hi": 35}
+
+
+def test_ingest_auth_and_validation(client):
+    fr = nfs_frame(int(time.time()) - 5, [("c", "read", "/a", 1, 1, {})])
+    assert post(client, [fr], token="wrong").status_code == 401
+    r = client.post("/api/v1/ingest", json={"frames": []})
+    assert r.status_code == 401 and "bearer" in r.json()["detail"]
+    bad = fr.model_dump()
+    bad["rows"][0]["dims"]["colour"] = "red"
+    r = client.post("/api/v1/ingest", json={"frames": [bad]}, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 422 and "unknown dimension 'colour'" in r.json()["detail"]
+    r = client.post("/api/v1/ingest", content=b"x" * 300_000,
+                    headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    assert r.status_code == 413 and "exceeds the limit" in r.json()["detail"]
+    first = post(client, [fr]).json()
+    assert (first["accepted"], first["duplicates"]) == (1, 0)
+    again = post(client, [fr]).json()
+    assert (again["accepted"], again["duplicates"]) == (0, 1)
+
+
+def test_query_series_other_and_name(client):
+    start, now = seed(client)
+    r = client.get("/api/v1/query", params={"metric": "nfs.ops", "by": "client", "start": str(start),
+                                            "end": str(start + 30), "step": 1, "top": 1})
+    assert r.status_code == 200, r.text
+    q = r.json()
+    assert q["statistic"]["name"] == "NFS operations per second broken down by client"
+    assert q["tier"] == "second" and q["step"] == 1 and len(q["timestamps"]) == 30
+    assert [s["key"] for s in q["series"]] == ["10.0.0.7"]
+    assert q["series"][0]["values"][0] == 120.0 and q["other"][0] == 5.0 and q["total"][0] == 125.0
+    assert q["elements"] == 2
+
+
+def test_query_filters_name_reads_like_english(client):
+    start, _ = seed(client)
+    r = client.get("/api/v1/query", params=[("metric", "nfs.ops"), ("by", "file"), ("where", "op=read"),
+                                            ("where", "client=10.0.0.7"), ("start", str(start)), ("end", str(start + 30))])
+    q = r.json()
+    assert q["statistic"]["name"] == \
+        "NFS operations per second of type read for client 10.0.0.7 broken down by file"
+    assert [s["key"] for s in q["series"]] == ["/export/a/f1"]
+    assert q["series"][0]["total"] == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("params,needle", [
+    ({"metric": "nfs.opz"}, "unknown metric 'nfs.opz'; valid metrics: nfs.ops"),
+    ({"metric": "nfs.ops", "by": "colour"}, "unknown dimension 'colour' for nfs.ops; valid dimensions: host"),
+    ({"metric": "nfs.ops", "where": "colour=red"}, "unknown dimension 'colour'"),
+    ({"metric": "nfs.ops", "where": "client"}, "write it as dim=value"),
+    ({"metric": "nfs.ops", "start": "yesterday"}, "cannot read time 'yesterday'"),
+    ({"metric": "nfs.ops", "start": "-1m", "end": "-2m"}, "empty range"),
+    ({"metric": "nfs.bytes", "where": "latency=20:22"}, "'latency' for nfs.bytes"),
+    ({"metric": "nfs.ops", "where": "latency=20:99"}, "outside buckets 10..35"),
+])
+def test_query_errors_are_400_naming_the_problem(client, params, needle):
+    r = client.get("/api/v1/query", params=params)
+    assert r.status_code == 400, r.text
+    assert needle in r.json()["detail"]
+
+
+def test_heatmap_breakdown_members(client):
+    start, _ = seed(client)
+    rng = {"start": str(start), "end": str(start + 30)}
+    r = client.get("/api/v1/heatmap", params={"metric": "nfs.ops", "dim": "latency", "where": "client=10.0.0.7", **rng})
+    h = r.json()
+    assert r.status_code == 200 and [b["index"] for b in h["buckets"]] == list(range(14, 22))
+    assert h["buckets"][0]["label"] == "16.4 µs – 32.8 µs"
+    assert h["max"] == 90.0 and sum(v for _, _, v in h["cells"]) == pytest.approx(120.0 * 30 / h["step"])
+    assert client.get("/api/v1/heatmap", params={"metric": "nfs.bytes", "dim": "latency"}).status_code == 400
+
+    b = client.get("/api/v1/breakdown", params={"metric": "nfs.ops", "by": "op", **rng}).json()
+    assert [(r["key"], round(r["value"], 3), round(r["share"], 3)) for r in b["rows"]] == \
+        [("read", 105.0, 0.84), ("write", 20.0, 0.16)]
+    assert client.get("/api/v1/breakdown", params={"metric": "nfs.ops", **rng}).status_code == 400
+
+    m = client.get("/api/v1/members", params={"metric": "nfs.ops", "dim": "latency", "lo": 21, "hi": 23,
+                                              "by": "client", **rng}).json()
+    assert m["band"] == "between 2.1 ms and 16.8 ms"
+    assert [(r["key"], r["value"]) for r in m["rows"]] == [("10.0.0.7", 10.0), ("10.0.0.9", 5.0)]
+    m = client.get("/api/v1/members", params={"metric": "nfs.ops", "dim": "latency", "lo": 20, "hi": 20,
+                                              "by": "op", **rng}).json()
+    assert [(r["key"], r["value"]) for r in m["rows"]] == [("write", 20.0)]
+
+
+def test_worksheets_crud(client):
+    body = {"name": "triage", "range": {"start": "-1h", "end": "now"},
+            "statistics": [{"metric": "nfs.ops", "by": "client"},
+                           {"metric": "nfs.ops", "by": "latency", "where": {"client": ["10.0.0.7"]}}]}
+    r = client.post("/api/v1/worksheets", json=body)
+    assert r.status_code == 201, r.text
+    ws = r.json()
+    assert ws["owner"] == "local" and ws["statistics"][1]["where"] == {"client": ["10.0.0.7"]}
+    assert [w["id"] for w in client.get("/api/v1/worksheets").json()["worksheets"]] == [ws["id"]]
+    body["name"] = "triage 2"
+    assert client.put(f"/api/v1/worksheets/{ws['id']}", json=body).json()["name"] == "triage 2"
+    assert client.get(f"/api/v1/worksheets/{ws['id']}").json()["name"] == "triage 2"
+    bad = dict(body, statistics=[{"metric": "nfs.ops", "by": "colour"}])
+    r = client.post("/api/v1/worksheets", json=bad)
+    assert r.status_code == 400 and "statistics[0]: unknown dimension 'colour'" in r.json()["detail"]
+    assert client.delete(f"/api/v1/worksheets/{ws['id']}").status_code == 204
+    assert client.get(f"/api/v1/worksheets/{ws['id']}").status_code == 404
+    assert client.delete(f"/api/v1/worksheets/{ws['id']}").status_code == 404
+
+
+def test_sources_status_and_prometheus(client):
+    seed(client)
+    s = client.get("/api/v1/sources").json()
+    assert s["families"]["nfs"] is True and s["families"]["disk"] is False
+    assert s["sources"][0]["name"] == "synthetic.nfs" and s["sources"][0]["demo"] is True
+    st = client.get("/api/v1/status").json()
+    tiles = {t["id"]: t for t in st["tiles"]}
+    assert tiles["nfs_ops"]["value"] == 125.0 and st["demo_hosts"] == ["nas1"]
+    text = client.get("/metrics").text
+    assert 'loupe_nfs_ops_total{host="nas1",op="read",proto="v3"} 3150.0' in text
+    assert 'loupe_ingest_frames_total{result="accepted"} 30.0' in text
+    assert "loupe_store_bytes" in text and "file=" not in text and "client=" not in text
+    assert client.get("/healthz").json() == {"ok": True}
+
+
+def test_live_websocket_pushes_new_seconds(client):
+    start, now = seed(client, 5)
+    with client.websocket_connect("/api/v1/live") as ws:
+        ws.send_json({"op": "subscribe", "id": "c1", "metric": "nfs.ops", "by": "client", "keys": ["10.0.0.9"]})
+        assert ws.receive_json() == {"id": "c1", "subscribed": True}
+        ws.send_json({"op": "subscribe", "id": "bad", "metric": "nfs.ops", "by": "colour"})
+        assert "unknown dimension" in ws.receive_json()["error"]
+        fr = nfs_frame(now, [("10.0.0.7", "read", "/f", 7, 0, {}), ("10.0.0.9", "read", "/f", 3, 0, {})],
+                       source="demo@nas1", seq=now + 1)
+        assert post(client, [fr]).json()["accepted"] == 1
+        msg = ws.receive_json()
+        assert msg == {"id": "c1", "ts": now, "total": 10.0, "values": {"10.0.0.9": 3.0}, "other": 7.0}
+
+
+def test_unknown_api_route_is_json_404(client):
+    r = client.get("/api/v1/nope")
+    assert r.status_code == 404 and "no API route" in r.json()["detail"]

@@ -1,0 +1,253 @@
+"""Store correctness on a real DuckDB file."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from factories import NOW, nfs_frame, random_nfs_frames
+
+from loupe.catalog import FILE_OTHER, METRICS
+from loupe.frame import Frame
+from loupe.store.base import Statistic
+from loupe.store.duckdb_store import DuckDBStore
+from loupe.timerange import Window
+
+OPS = METRICS["nfs.ops"]
+BYTES = METRICS["nfs.bytes"]
+
+
+def stat(metric=OPS, by=None, **where):
+    return Statistic(metric, by, tuple((k, tuple(v)) for k, v in sorted(where.items())))
+
+
+def test_rates_per_second_and_per_step(store):
+    frames = [nfs_frame(NOW + i, [("10.0.0.1", "read", "/a", 10 * (i + 1), 100 * (i + 1), {})]) for i in range(10)]
+    out = store.ingest(frames, received_at=NOW + 11)
+    assert (out.accepted, out.duplicates, out.rows) == (10, 0, 10)
+    agg = store.aggregate(stat(), Window(NOW, NOW + 10, 1, "second"), 10)
+    assert agg.total == [10.0 * (i + 1) for i in range(10)]
+    agg = store.aggregate(stat(), Window(NOW, NOW + 10, 5, "second"), 10)
+    assert agg.total == [(10 + 20 + 30 + 40 + 50) / 5, (60 + 70 + 80 + 90 + 100) / 5]
+    agg = store.aggregate(stat(BYTES), Window(NOW, NOW + 10, 10, "second"), 10)
+    assert agg.total == [5500 / 10]
+
+
+def test_top_n_plus_other_sum_to_total(store):
+    store.ingest(random_nfs_frames(NOW, 120, clients=12), received_at=NOW + 121)
+    w = Window(NOW, NOW + 120, 10, "second")
+    agg = store.aggregate(stat(by="client"), w, 3)
+    assert len(agg.keys) == 3 and agg.elements == 12
+    for i in range(w.points):
+        parts = sum(v[i] for v in agg.values) + agg.other[i]
+        assert parts == pytest.approx(agg.total[i])
+    # top keys are the largest over the range, in order
+    full = store.aggregate(stat(by="client"), w, 100)
+    ranked = sorted(zip(full.key_means, full.keys), key=lambda x: (-x[0], x[1]))
+    assert agg.keys == [k for _, k in ranked[:3]]
+    assert agg.other_mean == pytest.approx(sum(m for m, _ in ranked[3:]))
+
+
+def test_filters_equality_and_set(store):
+    store.ingest(random_nfs_frames(NOW, 60, clients=4), received_at=NOW + 61)
+    w = Window(NOW, NOW + 60, 60, "second")
+    by_client = store.aggregate(stat(by="client"), w, 10)
+    means = dict(zip(by_client.keys, by_client.key_means))
+    one = store.aggregate(stat(client=["10.0.0.1"]), w, 10)
+    assert one.total[0] == pytest.approx(means["10.0.0.1"])
+    two = store.aggregate(stat(client=["10.0.0.1", "10.0.0.2"]), w, 10)
+    assert two.total[0] == pytest.approx(means["10.0.0.1"] + means["10.0.0.2"])
+
+
+def test_duplicate_sequence_is_acknowledged_not_stored(tmp_path):
+    store = DuckDBStore(tmp_path / "d.duckdb")
+    fr = nfs_frame(NOW, [("10.0.0.1", "read", "/a", 5, 50, {})], seq=42)
+    assert store.ingest([fr], received_at=NOW + 1).accepted == 1
+    again = store.ingest([fr, fr], received_at=NOW + 2)
+    assert (again.accepted, again.duplicates) == (0, 2)
+    older = nfs_frame(NOW + 1, [("10.0.0.1", "read", "/a", 5, 50, {})], seq=41)
+    assert store.ingest([older], received_at=NOW + 2).duplicates == 1
+    assert store.aggregate(stat(), Window(NOW, NOW + 2, 2, "second"), 1).total == [2.5]
+    # the high-water mark survives a restart
+    store.close()
+    s2 = DuckDBStore(tmp_path / "d.duckdb")
+    try:
+        assert s2.ingest([fr], received_at=NOW + 3).duplicates == 1
+    finally:
+        s2.close()
+
+
+def test_rejects_frames_outside_retention_and_future(store):
+    old = nfs_frame(NOW - 49 * 3600, [("c", "read", "/a", 1, 1, {})], seq=1)
+    fut = nfs_frame(NOW + 3600, [("c", "read", "/a", 1, 1, {})], seq=2)
+    out = store.ingest([old, fut], received_at=NOW)
+    assert out.accepted == 0 and len(out.rejected) == 2
+    assert "older than the seconds retention" in out.rejected[0]["reason"]
+    assert "ahead of the server clock" in out.rejected[1]["reason"]
+
+
+def _group_sums(store, table, dims, lo, hi):
+    cols = ", ".join(dims)
+    q = f"SELECT {cols}, sum(count), sum(bytes), sum(lat_sum), sum(l12), sum(l20), sum(l22) FROM {table} " \
+        f"WHERE ts >= {lo} AND ts < {hi} GROUP BY ALL ORDER BY ALL"
+    return store._cur.execute(q).fetchall()
+
+
+def test_rollups_equal_the_sum_of_their_seconds(store):
+    store.ingest(random_nfs_frames(NOW, 3 * 60 + 30), received_at=NOW + 200)
+    assert store.rollup(NOW + 200) == 3  # the 4th minute is still open
+    dims = ["host", "client", "proto", "op", "share", "file"]
+    secs = "(SELECT * FROM nfs_s UNION ALL SELECT * FROM nfs_s_hot)"
+    for m in range(3):
+        lo, hi = NOW + 60 * m, NOW + 60 * (m + 1)
+        assert _group_sums(store, "nfs_m", dims, lo, hi) == _group_sums(store, secs, dims, lo, hi)
+        assert _group_sums(store, "nfs_m", dims, lo, hi)  # not vacuous
+    # a late frame re-dirties its minute, and the rollup follows
+    late = random_nfs_frames(NOW + 30, 1, seed=99, source="late@h")
+    store.ingest(late, received_at=NOW + 300)
+    store.rollup(NOW + 3600 + 60)
+    for m in range(4):
+        lo, hi = NOW + 60 * m, NOW + 60 * (m + 1)
+        assert _group_sums(store, "nfs_m", dims, lo, hi) == _group_sums(store, secs, dims, lo, hi)
+    # the hour equals its minutes and its seconds
+    assert _group_sums(store, "nfs_h", dims, NOW, NOW + 3600) == _group_sums(store, secs, dims, NOW, NOW + 3600)
+
+
+def test_coarse_tiers_read_unrolled_periods_from_below(store):
+    store.ingest(random_nfs_frames(NOW, 240), received_at=NOW + 241)
+    w = Window(NOW, NOW + 240, 60, "minute")
+    before = store.aggregate(stat(by="client"), w, 10)
+    assert sum(before.total) > 0
+    store.rollup(NOW + 3600 + 60)
+    after = store.aggregate(stat(by="client"), w, 10)
+    assert after.total == pytest.approx(before.total)
+    assert after.keys == before.keys
+    hw = Window(NOW, NOW + 3600, 3600, "hour")
+    assert store.aggregate(stat(), hw, 1).total[0] * 3600 == pytest.approx(sum(before.total) * 60)
+
+
+def test_retention_prunes_and_reports(tmp_path):
+    s = DuckDBStore(tmp_path / "r.duckdb", retain={"second": 7200, "minute": 86400, "hour": 365 * 86400})
+    try:
+        s.ingest(random_nfs_frames(NOW, 120), received_at=NOW + 121)
+        s.rollup(NOW + 4000)
+        assert s.row_counts()["nfs_m"] > 0
+        rep = s.prune(NOW + 3 * 3600)  # seconds gone, minutes kept
+        assert rep.rows["nfs_s_hot"] == sum(len(f.rows) for f in random_nfs_frames(NOW, 120))
+        assert "nfs_m" not in rep.rows
+        counts = s.row_counts()
+        assert counts["nfs_s_hot"] == 0 and counts["nfs_m"] > 0 and counts["nfs_h"] > 0
+        rep = s.prune(NOW + 2 * 86400)
+        assert rep.rows["nfs_m"] > 0 and s.row_counts()["nfs_h"] > 0
+    finally:
+        s.close()
+
+
+def test_high_cardinality_files_fold_into_other(tmp_path):
+    s = DuckDBStore(tmp_path / "f.duckdb", top_files=3)
+    try:
+        rows = [(f"10.0.0.{i % 2}", "read", f"/f{i}", 10 + i, 0, {20: 10 + i}) for i in range(10)]
+        out = s.ingest([nfs_frame(NOW, rows)], received_at=NOW + 1)
+        assert out.folded_rows == 7
+        w = Window(NOW, NOW + 1, 1, "second")
+        by_file = s.aggregate(stat(by="file"), w, 100)
+        assert set(by_file.keys) == {"/f9", "/f8", "/f7", FILE_OTHER}
+        assert by_file.approximate
+        assert dict(zip(by_file.keys, by_file.key_means))[FILE_OTHER] == sum(10 + i for i in range(7))
+        # other dimensions stay exact
+        by_client = s.aggregate(stat(by="client"), w, 10)
+        assert dict(zip(by_client.keys, by_client.key_means)) == {
+            "10.0.0.0": sum(10 + i for i in range(0, 10, 2)), "10.0.0.1": sum(10 + i for i in range(1, 10, 2))}
+        assert not by_client.approximate
+        lat = s.heatmap(stat(), "latency", w)
+        assert lat.buckets == [20] and lat.cells == [(0, 0, float(sum(10 + i for i in range(10))))]
+    finally:
+        s.close()
+
+
+def test_heatmap_and_band_membership(store):
+    rows = [("10.0.0.1", "read", "/a", 10, 0, {12: 9, 21: 1}), ("10.0.0.2", "read", "/b", 5, 0, {22: 5})]
+    store.ingest([nfs_frame(NOW + i, rows) for i in range(4)], received_at=NOW + 5)
+    w = Window(NOW, NOW + 4, 1, "second")
+    hm = store.heatmap(stat(), "latency", w)
+    assert hm.buckets == list(range(12, 23))
+    cells = {(t, hm.buckets[b]): v for t, b, v in hm.cells}
+    assert cells[(0, 12)] == 9 and cells[(3, 21)] == 1 and cells[(2, 22)] == 5 and len(cells) == 12
+    band = Statistic(OPS, "client", (), ("latency", 21, 22))
+    agg = store.aggregate(band, Window(NOW, NOW + 4, 4, "second"), 10)
+    assert dict(zip(agg.keys, agg.key_means)) == {"10.0.0.2": 5.0, "10.0.0.1": 1.0}
+    by_lat = store.aggregate(stat(by="latency"), w, 10)
+    assert len(by_lat.keys) == 3 and by_lat.total == [15.0] * 4
+
+
+def test_compaction_moves_rows_without_changing_answers(tmp_path):
+    s = DuckDBStore(tmp_path / "c.duckdb", compact_every=60)
+    try:
+        s.ingest(random_nfs_frames(NOW, 300), received_at=NOW + 301)
+        w = Window(NOW, NOW + 300, 30, "second")
+        before = s.aggregate(stat(by="client"), w, 10)
+        moved = s.compact(NOW + 400)
+        assert moved > 0 and s.row_counts()["nfs_s"] == moved
+        after = s.aggregate(stat(by="client"), w, 10)
+        assert after.total == before.total and after.values == before.values
+        assert s.compact(NOW + 400) == 0  # watermark persisted in memory
+    finally:
+        s.close()
+
+
+CRASH_WRITER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    from factories import random_nfs_frames
+    from loupe.store.duckdb_store import DuckDBStore
+    s = DuckDBStore({path!r})
+    ack = open({ack!r}, "a", buffering=1)
+    start = int(time.time()) - 600
+    for i, fr in enumerate(random_nfs_frames(start, 100000, seed=3)):
+        out = s.ingest([fr], received_at=time.time())
+        ack.write(f"{{fr.seq}} {{out.rows}}\\n")
+""")
+
+
+def test_kill_9_during_ingest_loses_at_most_the_unacknowledged(tmp_path):
+    path, ack = tmp_path / "k.duckdb", tmp_path / "ack"
+    code = CRASH_WRITER.format(tests=os.path.dirname(__file__), path=str(path), ack=str(ack))
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and (not ack.exists() or len(ack.read_text().splitlines()) < 300):
+            time.sleep(0.2)
+        assert ack.exists(), "writer never acknowledged a frame"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    acked = [tuple(map(int, line.split())) for line in ack.read_text().splitlines() if line.strip()]
+    s = DuckDBStore(path)  # opens cleanly after the kill
+    try:
+        stored_seqs = {ts for (ts,) in s._cur.execute("SELECT DISTINCT ts FROM nfs_s_hot").fetchall()}
+        n_rows = s._cur.execute("SELECT count(*) FROM nfs_s_hot").fetchone()[0]
+        acked_rows = sum(r for _, r in acked)
+        # every acknowledged frame is there; at most the one in flight beyond it
+        assert {seq for seq, _ in acked} <= stored_seqs
+        assert len(stored_seqs) - len(acked) in (0, 1)
+        assert acked_rows <= n_rows <= acked_rows + 12
+        # and the store takes the next frame after its high-water mark without duplicating
+        last = max(stored_seqs)
+        again = random_nfs_frames(last - 5, 6, seed=3)
+        assert s.ingest(again, received_at=time.time()).accepted == 0
+    finally:
+        s.close()
+
+
+def test_frame_validation_names_the_problem():
+    with pytest.raises(ValueError, match="unknown dimension 'colour'"):
+        Frame(source="a", seq=1, ts=NOW, family="nfs", host="h", rows=[{"dims": {"colour": "red"}}])
+    with pytest.raises(ValueError, match="outside declared bounds 10..35"):
+        Frame(source="a", seq=1, ts=NOW, family="nfs", host="h", rows=[{"hist": {"latency": {"99": 1}}}])
+    with pytest.raises(ValueError, match="unknown family 'zfs'"):
+        Frame(source="a", seq=1, ts=NOW, family="zfs", host="h", rows=[])
+    with pytest.raises(ValueError, match="not a histogram of family cpu"):
+        Frame(source="a", seq=1, ts=NOW, family="cpu", host="h", rows=[{"hist": {"latency": {"20": 1}}}])
