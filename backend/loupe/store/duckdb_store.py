@@ -30,6 +30,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family
 from ..frame import Frame, SourceStatus
@@ -184,7 +185,7 @@ class DuckDBStore(Store):
             cur.begin()
             self._append(cur, f"{family}_s_hot", table)
             if dirty:
-                ts = pa.compute.unique(table.column("ts")).to_numpy()
+                ts = pc.unique(table.column("ts")).to_numpy()
                 periods = {(family, "m", int(t - t % 60)) for t in ts} - self._dirty
                 if periods:
                     cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(periods))

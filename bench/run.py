@@ -1,0 +1,312 @@
+"""make bench: ingest, query, live-latency and storage benchmarks of the real store.
+
+Results go to bench/results/<UTC timestamp>.json and docs/PERFORMANCE.md quotes them.
+Every figure is a median (or the stated percentile) of repeated runs, next to a peer
+measured in the same run: row-by-row inserts for ingest, the same rows in arrival
+order (unsorted) for queries.
+
+    python -m bench.run [--clients 1000] [--hours 24] [--skip-peer] [--only ingest,query,live]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from loupe.catalog import FAMILIES, METRICS
+from loupe.store.base import Statistic
+from loupe.store.duckdb_store import DuckDBStore, _hist_cols
+from loupe.timerange import Window
+
+ROOT = Path(__file__).resolve().parent.parent
+NFS = FAMILIES["nfs"]
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def nfs_batch(rng: np.random.Generator, n: int, ts: int, clients: int = 1000) -> pa.Table:
+    cols = {
+        "ts": np.full(n, ts, dtype=np.int64),
+        "host": pa.array(["nas1"] * n),
+        "client": pa.array([f"10.0.{c // 250}.{c % 250 + 1}" for c in rng.integers(0, clients, n)]),
+        "proto": pa.array(rng.choice(["v3", "v4.1", "v4.2"], n).tolist()),
+        "op": pa.array(rng.choice(["read", "write", "getattr", "lookup"], n).tolist()),
+        "share": pa.array(["/export/bench"] * n),
+        "file": pa.array([f"/export/bench/{f:04x}" for f in rng.integers(0, 5000, n)]),
+        "count": rng.integers(1, 200, n),
+        "bytes": rng.integers(0, 1 << 20, n),
+        "lat_sum": rng.integers(0, 1 << 30, n),
+    }
+    zeros = np.zeros(n, dtype=np.int64)
+    for c in _hist_cols(NFS):
+        cols[c] = zeros
+    for c in ("l14", "l20", "l21", "s13", "s20", "o30"):
+        cols[c] = rng.integers(0, 100, n)
+    return pa.table(cols)
+
+
+# ---------------------------------------------------------------- ingest
+def bench_ingest(tmp: Path) -> dict:
+    rng = np.random.default_rng(1)
+    out = {}
+    t0 = int(time.time()) - 7200
+    for size in (1000, 5000, 10000):
+        store = DuckDBStore(tmp / f"ingest{size}.duckdb")
+        times = []
+        for i in range(120):
+            batch = nfs_batch(rng, size, t0 + i)
+            s = time.perf_counter()
+            store.append_arrow("nfs", batch)
+            times.append(time.perf_counter() - s)
+        store.close()
+        med = statistics.median(times)
+        out[f"arrow_{size}"] = dict(rows=size, batches=len(times), median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3,
+                                    rows_per_s=size / med)
+    # the full path from validated frames (what POST /api/v1/ingest runs after parsing)
+    from loupe.frame import Frame
+
+    store = DuckDBStore(tmp / "frames.duckdb")
+    times = []
+    for i in range(30):
+        b = nfs_batch(rng, 1000, t0 + i).to_pylist()
+        fr = Frame(source="b", seq=i, ts=t0 + i, family="nfs", host="nas1", rows=[
+            dict(dims={d: r[d] for d in ("client", "proto", "op", "share", "file")}, count=r["count"],
+                 bytes=r["bytes"], lat_sum=r["lat_sum"], hist={"latency": {"14": r["l14"], "20": r["l20"]}})
+            for r in b])
+        s = time.perf_counter()
+        store.ingest([fr], received_at=t0 + i + 1)
+        times.append(time.perf_counter() - s)
+    store.close()
+    med = statistics.median(times)
+    out["frames_1000"] = dict(rows=1000, median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3, rows_per_s=1000 / med)
+    # peer: the same 1k rows inserted row by row (executemany); never used by Loupe
+    import duckdb
+
+    DuckDBStore(tmp / "peer.duckdb").close()  # same schema
+    con = duckdb.connect(str(tmp / "peer.duckdb"))
+    batch = nfs_batch(rng, 1000, t0)
+    rows = [tuple(r.values()) for r in batch.to_pylist()]
+    ph = ", ".join("?" * batch.num_columns)
+    times = []
+    for _ in range(3):
+        s = time.perf_counter()
+        con.executemany(f"INSERT INTO nfs_s_hot VALUES ({ph})", rows)
+        times.append(time.perf_counter() - s)
+    con.close()
+    med = statistics.median(times)
+    out["peer_executemany_1000"] = dict(rows=1000, median_ms=med * 1e3, rows_per_s=1000 / med)
+    out["ratio_arrow_vs_executemany_1000"] = out["arrow_1000"]["rows_per_s"] / out["peer_executemany_1000"]["rows_per_s"]
+    return out
+
+
+# ---------------------------------------------------------------- queries
+GEN_SQL = """
+INSERT INTO {table}
+SELECT ts, 'nas1' AS host, client, proto, op, '/export/bench' AS share, file,
+       cnt AS count, cnt * 8192 AS bytes, cnt * (20000 + (h % 5000000)) AS lat_sum, {hist}
+FROM (
+  SELECT {t0} + (i // {per_sec}) AS ts,
+         '10.0.' || ((i % {clients}) // 250)::VARCHAR || '.' || ((i % {clients}) % 250 + 1)::VARCHAR AS client,
+         ['v3', 'v4.1', 'v4.2'][1 + (hash(i) % 3)::INT] AS proto,
+         ['read', 'write', 'getattr', 'lookup'][1 + (hash(i + 1) % 4)::INT] AS op,
+         '/export/bench/' || lpad(printf('%x', hash(i + 2) % 4096), 3, '0') AS file,
+         (1 + hash(i + 3) % 100)::BIGINT AS cnt, (hash(i + 4) % 1000000007)::BIGINT AS h
+  FROM range({lo}, {hi}) r(i)
+) {order}
+"""
+
+
+def _hist_sql() -> str:
+    cols = []
+    for c in _hist_cols(NFS):
+        if c in ("l14", "l20", "l21"):
+            cols.append(f"CASE WHEN h % 3 = {('l14', 'l20', 'l21').index(c)} THEN cnt ELSE 0 END AS {c}")
+        elif c == "s13":
+            cols.append(f"cnt AS {c}")
+        else:
+            cols.append(f"0 AS {c}")
+    return ", ".join(cols)
+
+
+def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int) -> dict:
+    """Write `hours` of per-second nfs rows for `clients` clients (one row per client-second on average)."""
+    store = DuckDBStore(path)
+    per_sec = clients
+    total = per_sec * 3600 * hours
+    started = time.time()
+    chunk = per_sec * 3600  # one hour per statement, like hourly compaction
+    for lo in range(0, total, chunk):
+        sql = GEN_SQL.format(table="nfs_s", hist=_hist_sql(), t0=t0, per_sec=per_sec, clients=clients,
+                             lo=lo, hi=min(total, lo + chunk),
+                             order="ORDER BY host, client, file, ts" if sorted_ else "ORDER BY ts")
+        store._cur.execute(sql)
+        print(f"  {'sorted' if sorted_ else 'unsorted'}: {min(total, lo + chunk) / 1e6:.1f}M of {total / 1e6:.1f}M rows",
+              flush=True)
+    # minute and hour tiers in bulk, exactly as the rollup would produce them
+    measures = ["count", "bytes", "lat_sum"] + _hist_cols(NFS)
+    sums = ", ".join(f"sum({c})::BIGINT AS {c}" for c in measures)
+    dims = ", ".join(NFS.dims)
+    store._cur.execute(f"INSERT INTO nfs_m BY NAME SELECT ts - ts % 60 AS ts, {dims}, {sums} FROM nfs_s "
+                       f"GROUP BY ALL ORDER BY host, client, file, ts")
+    store._cur.execute(f"INSERT INTO nfs_h BY NAME SELECT ts - ts % 3600 AS ts, {dims}, {sums} FROM nfs_m "
+                       f"GROUP BY ALL ORDER BY host, client, file, ts")
+    store.checkpoint()
+    store.close()
+    return dict(rows=total, seconds=time.time() - started, bytes=os.path.getsize(path))
+
+
+def time_query(fn, repeat=7) -> dict:
+    fn()  # warm: first touch reads from disk
+    ts = []
+    for _ in range(repeat):
+        s = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - s)
+    return dict(median_ms=statistics.median(ts) * 1e3, min_ms=min(ts) * 1e3, max_ms=max(ts) * 1e3)
+
+
+def bench_queries(tmp: Path, clients: int, hours: int, peer: bool) -> dict:
+    day = hours * 3600
+    t0 = (int(time.time()) - day - 60) // 3600 * 3600
+    end = t0 + day
+    out = {"clients": clients, "hours": hours}
+    layouts = [("sorted", True)] + ([("unsorted", False)] if peer else [])
+    ops = METRICS["nfs.ops"]
+    client = "10.0.0.7"
+    for name, srt in layouts:
+        path = tmp / f"day_{name}.duckdb"
+        out[f"build_{name}"] = build_day(path, clients, hours, srt, t0)
+        store = DuckDBStore(path)
+        st = lambda by=None, **w: Statistic(ops, by, tuple((k, tuple(v)) for k, v in w.items()))  # noqa: E731
+        res = {}
+        sec_day = Window(t0, end, 30, "second")  # per-second rows, 2880 points
+        res["client_by_file_day_seconds"] = time_query(lambda: store.aggregate(st("file", client=[client]), sec_day, 10))
+        res["top10_clients_day_seconds"] = time_query(lambda: store.aggregate(st("client"), sec_day, 10), repeat=3)
+        min_day = Window(t0, end, 300, "minute")  # what the UI asks for a day: 300 points
+        res["client_by_file_day_auto"] = time_query(lambda: store.aggregate(st("file", client=[client]), min_day, 10))
+        res["top10_clients_day_auto"] = time_query(lambda: store.aggregate(st("client"), min_day, 10))
+        last = Window(end - 3600, end, 12, "second")
+        res["top10_clients_last_hour"] = time_query(lambda: store.aggregate(st("client"), last, 10))
+        res["client_latency_heatmap_day_seconds"] = time_query(
+            lambda: store.heatmap(st(client=[client]), "latency", Window(t0, end, 120, "second")))
+        store.close()
+        out[name] = res
+    b = out["build_sorted"]
+    nonzero_per_row = 3 + 2  # count, bytes, lat_sum + one latency and one size bucket per row
+    out["storage"] = dict(bytes_per_row=b["bytes"] / b["rows"],
+                          bytes_per_value=b["bytes"] / (b["rows"] * nonzero_per_row),
+                          note="file includes the minute and hour tiers; values = non-zero measures per row")
+    if peer:
+        out["ratio_unsorted_vs_sorted"] = {k: out["unsorted"][k]["median_ms"] / out["sorted"][k]["median_ms"]
+                                           for k in out["sorted"]}
+    return out
+
+
+# ---------------------------------------------------------------- live latency
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_live(tmp: Path, seconds: int = 30) -> dict:
+    import httpx
+    import websockets
+
+    port = free_port()
+    env = dict(os.environ, LOUPE_INGEST_TOKEN="bench", LOUPE_LOCAL_AGENT="false")
+    proc = subprocess.Popen([sys.executable, "-m", "loupe.cli", "serve", "--data-dir", str(tmp / "live"),
+                             "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                if httpx.get(base + "/healthz").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        lat = []
+
+        async def run():
+            async with websockets.connect(f"ws://127.0.0.1:{port}/api/v1/live") as ws:
+                await ws.send(json.dumps({"op": "subscribe", "id": "b", "metric": "nfs.ops", "by": "client",
+                                          "keys": ["10.0.0.1"]}))
+                await ws.recv()
+                async with httpx.AsyncClient() as http:
+                    for i in range(seconds):
+                        now = time.time()
+                        await asyncio.sleep(int(now) + 1 - now)  # wait for the second to close
+                        ts = int(time.time()) - 1
+                        closed = ts + 1
+                        # the agent posts right after the second closes, as loupe agent does
+                        fr = {"source": "bench@nas1", "seq": i + 1, "ts": ts, "family": "nfs", "host": "nas1",
+                              "rows": [{"dims": {"client": "10.0.0.1", "op": "read"}, "count": 10}]}
+                        await http.post(base + "/api/v1/ingest", json={"frames": [fr]},
+                                        headers={"Authorization": "Bearer bench"})
+                        while True:
+                            msg = json.loads(await ws.recv())
+                            if msg.get("ts") == ts:
+                                lat.append(time.time() - closed)
+                                break
+
+        asyncio.run(run())
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return dict(samples=len(lat), median_ms=statistics.median(lat) * 1e3, p95_ms=pct(lat, 95) * 1e3,
+                max_ms=max(lat) * 1e3)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--clients", type=int, default=1000)
+    p.add_argument("--hours", type=int, default=24)
+    p.add_argument("--skip-peer", action="store_true")
+    p.add_argument("--only", default="ingest,query,live")
+    p.add_argument("--tmp", default=None, help="scratch directory (needs ~10 GB for the full day)")
+    a = p.parse_args(argv)
+    tmp = Path(a.tmp or tempfile.mkdtemp(prefix="loupe-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    only = set(a.only.split(","))
+    result = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count()}
+    try:
+        if "ingest" in only:
+            print("ingest ...", flush=True)
+            result["ingest"] = bench_ingest(tmp)
+            print(json.dumps(result["ingest"], indent=1), flush=True)
+        if "live" in only:
+            print("live latency ...", flush=True)
+            result["live"] = bench_live(tmp)
+            print(json.dumps(result["live"], indent=1), flush=True)
+        if "query" in only:
+            print(f"queries over {a.hours} h x {a.clients} clients ...", flush=True)
+            result["query"] = bench_queries(tmp, a.clients, a.hours, not a.skip_peer)
+            print(json.dumps(result["query"], indent=1), flush=True)
+    finally:
+        if not a.tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    out = ROOT / "bench" / "results" / (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
