@@ -81,20 +81,49 @@ def bench_ingest(tmp: Path) -> dict:
     # the full path from validated frames (what POST /api/v1/ingest runs after parsing)
     from loupe.frame import Frame
 
-    store = DuckDBStore(tmp / "frames.duckdb")
-    times = []
-    for i in range(30):
+    def frame(src, i):
         b = nfs_batch(rng, 1000, t0 + i).to_pylist()
-        fr = Frame(source="b", seq=i, ts=t0 + i, family="nfs", host="nas1", rows=[
+        return Frame(source=src, seq=i, ts=t0 + i, family="nfs", host="nas1", rows=[
             dict(dims={d: r[d] for d in ("client", "proto", "op", "share", "file")}, count=r["count"],
                  bytes=r["bytes"], lat_sum=r["lat_sum"], hist={"latency": {"14": r["l14"], "20": r["l20"]}})
             for r in b])
+
+    store = DuckDBStore(tmp / "frames.duckdb")
+    times = []
+    for i in range(30):
+        fr = frame("b", i)
         s = time.perf_counter()
         store.ingest([fr], received_at=t0 + i + 1)
         times.append(time.perf_counter() - s)
     store.close()
     med = statistics.median(times)
     out["frames_1000"] = dict(rows=1000, median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3, rows_per_s=1000 / med)
+    # 20 agents sending 1k-row frames at once: group commit shares one transaction among them
+    import threading
+
+    agents, per_agent = 20, 10
+    store = DuckDBStore(tmp / "group.duckdb")
+    work = {a: [frame(f"g{a}", i) for i in range(per_agent)] for a in range(agents)}
+    lat: list[float] = []
+
+    def run_agent(a):
+        for fr in work[a]:
+            s = time.perf_counter()
+            store.ingest([fr], received_at=t0 + per_agent + 1)
+            lat.append(time.perf_counter() - s)
+
+    threads = [threading.Thread(target=run_agent, args=(a,)) for a in range(agents)]
+    s = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - s
+    store.close()
+    out["group_commit_20_agents_1000"] = dict(rows=agents * per_agent * 1000, wall_s=wall,
+                                              rows_per_s=agents * per_agent * 1000 / wall,
+                                              request_median_ms=statistics.median(lat) * 1e3,
+                                              request_p99_ms=pct(lat, 99) * 1e3)
     # peer: the same 1k rows inserted row by row (executemany); never used by Loupe
     import duckdb
 

@@ -80,6 +80,27 @@ def test_duplicate_sequence_is_acknowledged_not_stored(tmp_path):
         s2.close()
 
 
+def test_concurrent_ingest_group_commits_without_loss_or_duplicates(store):
+    import threading
+
+    def agent(k):
+        for f in random_nfs_frames(NOW, 40, seed=k, source=f"a{k}@h"):
+            store.ingest([f], received_at=NOW + 41)
+            store.ingest([f], received_at=NOW + 41)  # a retry: acknowledged, not stored
+
+    threads = [threading.Thread(target=agent, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expected = sum(f.rows[i].count for k in range(8) for f in random_nfs_frames(NOW, 40, seed=k, source=f"a{k}@h")
+                   for i in range(len(f.rows)))
+    got = store._cur.execute("SELECT sum(count) FROM nfs_s_hot").fetchone()[0]
+    assert got == expected
+    assert {s: q for s, q in store._cur.execute("SELECT source, hwm FROM seqs").fetchall()} == \
+        {f"a{k}@h": NOW + 39 for k in range(8)}
+
+
 def test_rejects_frames_outside_retention_and_future(store):
     old = nfs_frame(NOW - 49 * 3600, [("c", "read", "/a", 1, 1, {})], seq=1)
     fut = nfs_frame(NOW + 3600, [("c", "read", "/a", 1, 1, {})], seq=2)
