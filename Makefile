@@ -1,0 +1,164 @@
+# Loupe — one entry point for a fresh Debian 12 machine (run as root, or with sudo).
+#
+#   make run     build what is needed, then serve this machine's real data
+#   make test    the whole suite: pytest, frontend unit tests, end-to-end tests
+#
+# Every target installs what it needs first (`deps`), and `deps` is cheap when
+# everything is already there, so any target works straight from `git clone`.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+# ---- configuration ---------------------------------------------------------
+
+# Debian packages the project needs. Extend here (e.g. clang llvm libbpf-dev
+# bpftool nfs-ganesha for the BPF probes and the NFS test server).
+APT_PACKAGES ?= python3-venv chromium fonts-liberation docker-compose iproute2 procps curl systemd
+# Node.js is preinstalled on the project's machines; fall back to Debian's if absent.
+APT_NODE := $(if $(shell command -v node 2>/dev/null),,nodejs npm)
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+LOUPE  := $(VENV)/bin/loupe
+
+# Where `make run` / `make demo` keep their store; LOUPE_DATA_DIR in the environment wins.
+LOUPE_DATA_DIR ?= $(CURDIR)/data
+# Extra flags for `loupe serve`, e.g. make demo LOUPE_ARGS='--port 9000 --demo-clients 200'
+LOUPE_ARGS ?=
+
+# Never let an npm package fetch a browser of its own: there is no network for
+# it here, and Debian's /usr/bin/chromium is the one the e2e tests use.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+export PUPPETEER_SKIP_DOWNLOAD := 1
+export CHROMIUM_PATH ?= /usr/bin/chromium
+
+NPM_CI_FLAGS := --no-audit --no-fund
+
+# Stamps: a target is redone only when what it was made from is newer.
+VENV_STAMP := $(VENV)/.loupe-deps.stamp
+FE_STAMP   := frontend/node_modules/.loupe-deps.stamp
+E2E_STAMP  := tests/e2e/node_modules/.loupe-deps.stamp
+UI_INDEX   := backend/loupe/static/index.html
+
+# Parts other people are still creating: the targets below skip them (loudly)
+# while their package.json does not exist, instead of failing.
+HAVE_FRONTEND := $(wildcard frontend/package.json)
+HAVE_E2E      := $(wildcard tests/e2e/package.json)
+
+UI_SRC := $(if $(HAVE_FRONTEND),$(shell find frontend \
+	\( -name node_modules -o -name dist -o -name coverage -o -name .vite -o -name test-results \) -prune \
+	-o -type f -print 2>/dev/null))
+
+.PHONY: help deps apt-deps py-deps node-deps api-client ui run demo test bench compose-check clean distclean
+
+help:
+	@echo "Loupe make targets (run as root on Debian 12, or with sudo available):"
+	@echo "  make run            serve this machine's real data on http://127.0.0.1:8470/ (data in ./data)"
+	@echo "  make demo           the same, plus the synthetic NAS 'demo-nas'"
+	@echo "  make test           pytest + frontend unit tests + e2e tests; fails if any fails"
+	@echo "  make deps           apt packages, .venv (pip -e .[test]), npm ci — fast when present"
+	@echo "  make ui             build the frontend into backend/loupe/static (when sources changed)"
+	@echo "  make api-client     regenerate frontend/openapi.json and the TypeScript client"
+	@echo "  make bench          run the benchmarks (bench/)"
+	@echo "  make compose-check  validate docker-compose.yml"
+	@echo "  make clean          remove build outputs and stamps (keeps .venv, node_modules, ./data)"
+	@echo "  make distclean      clean + remove .venv and node_modules (keeps ./data)"
+	@echo "Variables: LOUPE_DATA_DIR, LOUPE_PORT, LOUPE_HOST, LOUPE_ARGS, PYTEST_ARGS, APT_PACKAGES"
+
+# ---- dependencies ----------------------------------------------------------
+
+deps: apt-deps py-deps node-deps
+
+apt-deps:
+	@bash scripts/apt-ensure.sh $(APT_PACKAGES) $(APT_NODE)
+
+py-deps: $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml | apt-deps
+	@if ! [ -x $(PY) ] || ! $(PY) -c 'import sys' 2>/dev/null; then \
+		echo "deps: creating $(VENV)"; rm -rf $(VENV); $(PYTHON) -m venv $(VENV); fi
+	@echo "deps: pip install -e '.[test]'"
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+node-deps: $(if $(HAVE_FRONTEND),$(FE_STAMP)) $(if $(HAVE_E2E),$(E2E_STAMP))
+
+# npm ci when a lock file exists (it always should once committed); npm install otherwise.
+define npm_install
+	@if [ -f $(1)/package-lock.json ]; then \
+		echo "deps: npm ci in $(1)"; npm --prefix $(1) ci $(NPM_CI_FLAGS); \
+	else \
+		echo "deps: WARNING: $(1)/package-lock.json missing; running npm install"; \
+		npm --prefix $(1) install $(NPM_CI_FLAGS); fi
+	@mkdir -p $(1)/node_modules && touch $(2)
+endef
+
+$(FE_STAMP): frontend/package.json $(wildcard frontend/package-lock.json) | apt-deps
+	$(call npm_install,frontend,$@)
+
+$(E2E_STAMP): tests/e2e/package.json $(wildcard tests/e2e/package-lock.json) | apt-deps
+	$(call npm_install,tests/e2e,$@)
+
+# ---- build -----------------------------------------------------------------
+
+api-client: py-deps node-deps
+	@[ -n "$(HAVE_FRONTEND)" ] || { echo "api-client: frontend/package.json does not exist yet" >&2; exit 1; }
+	$(PY) -m loupe.openapi > frontend/openapi.json.tmp
+	mv frontend/openapi.json.tmp frontend/openapi.json
+	npm --prefix frontend run gen:api
+
+ifneq ($(HAVE_FRONTEND),)
+ui: $(UI_INDEX)
+
+$(UI_INDEX): $(UI_SRC) $(FE_STAMP)
+	@echo "ui: building frontend -> backend/loupe/static"
+	npm --prefix frontend run build
+	@[ -f $@ ] || { echo "ui: the build did not write $@" >&2; exit 1; }
+	@touch $@
+else
+ui:
+	@echo "ui: SKIPPED: frontend/package.json does not exist yet (the server runs without its UI)"
+endif
+
+# ---- run -------------------------------------------------------------------
+
+# $(call serve,LABEL,FLAGS): print the URL, then replace make with the server.
+define serve
+	@echo "Loupe$(1): http://$${LOUPE_HOST:-127.0.0.1}:$${LOUPE_PORT:-8470}/  (data: $(LOUPE_DATA_DIR); Ctrl-C stops)"
+	@mkdir -p "$(LOUPE_DATA_DIR)"
+	exec $(LOUPE) serve $(2) --data-dir "$(LOUPE_DATA_DIR)" $(LOUPE_ARGS)
+endef
+
+run: deps ui
+	$(call serve,,)
+
+demo: deps ui
+	$(call serve, demo,--demo)
+
+# ---- checks ----------------------------------------------------------------
+
+# All suites run even when one fails; the exit status is non-zero if any failed.
+test: deps ui
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/run-suites.sh
+
+bench: py-deps
+	@if [ -f bench/run.py ] || [ -f bench/run/__main__.py ]; then \
+		$(PY) -m bench.run; \
+	else echo "bench: SKIPPED: bench/run.py does not exist yet"; fi
+
+compose-check: apt-deps
+	docker-compose -f docker-compose.yml config -q
+	@echo "compose-check: docker-compose.yml is valid"
+
+# ---- cleaning (never touches ./data) ----------------------------------------
+
+clean:
+	rm -rf backend/loupe/static frontend/dist tests/artifacts .pytest_cache build
+	rm -f $(VENV_STAMP) $(FE_STAMP) $(E2E_STAMP) frontend/openapi.json.tmp
+	find backend probes tests bench -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
+
+distclean: clean
+	rm -rf $(VENV) frontend/node_modules tests/e2e/node_modules *.egg-info
