@@ -121,7 +121,7 @@ def test_rollups_equal_the_sum_of_their_seconds(store):
     store.ingest(random_nfs_frames(NOW, 3 * 60 + 30), received_at=NOW + 200)
     assert store.rollup(NOW + 200) == 3  # the 4th minute is still open
     dims = ["host", "client", "proto", "op", "share", "file"]
-    secs = "(SELECT * FROM nfs_s UNION ALL SELECT * FROM nfs_s_hot)"
+    secs = "(SELECT * FROM nfs_s UNION ALL SELECT * FROM nfs_s_hotv)"
     for m in range(3):
         lo, hi = NOW + 60 * m, NOW + 60 * (m + 1)
         assert _group_sums(store, "nfs_m", dims, lo, hi) == _group_sums(store, secs, dims, lo, hi)

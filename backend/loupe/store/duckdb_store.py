@@ -2,7 +2,10 @@
 
 Layout, per family ``f`` (nfs, disk, cpu, net):
 
-* ``f_s_hot``  seconds as they arrive, appended one Arrow batch per request.
+* ``f_s_hot``  seconds as they arrive, appended one Arrow batch per commit. It is
+               narrow: histograms are two lists (bucket ordinals ``hk``, counts
+               ``hv``), because DuckDB's cost per insert grows with the number of
+               columns, not rows. The view ``f_s_hotv`` widens it to the layout below.
 * ``f_s``      settled seconds, moved from hot in chunks of ``compact_every``
                seconds and sorted by the family's key (e.g. host, client, file, ts),
                so one client's day touches a few row groups (zone maps skip the rest).
@@ -42,6 +45,7 @@ log = logging.getLogger("loupe.store")
 
 PERIOD = {"m": 60, "h": 3600}
 TIER_TABLE = {"second": "s", "minute": "m", "hour": "h"}
+LAYOUT = 1  # bump when table shapes change
 ROLLUP_GRACE = 5  # seconds after a period ends before it is rolled up
 FUTURE_SLACK = 600  # frames this far ahead of the server clock are refused
 
@@ -66,6 +70,17 @@ def _sort_key(fam: Family) -> list[str]:
 
 def _hist_cols(fam: Family) -> list[str]:
     return [c for h in fam.hists for c in h.columns]
+
+
+def _ordinals(fam: Family) -> dict[str, dict[int, int]]:
+    """Histogram -> bucket exponent -> position of its column in _hist_cols (the hot table's ``hk``)."""
+    out, i = {}, 0
+    for h in fam.hists:
+        out[h.name] = {}
+        for e in h.buckets:
+            out[h.name][e] = i
+            i += 1
+    return out
 
 
 class DuckDBStore(Store):
@@ -102,6 +117,7 @@ class DuckDBStore(Store):
             a, n, h, fams, st, rs, demo, seen = row
             self._sources[(a, n)] = dict(agent=a, name=n, host=h, families=fams.split(",") if fams else [],
                                          state=st, reason=rs, demo=bool(demo), last_seen=seen)
+        self._check_layout()
         row = self._db.execute("SELECT value FROM meta WHERE key = 'compacted_upto'").fetchone()
         self._compacted = int(row[0]) if row else 0
 
@@ -112,8 +128,13 @@ class DuckDBStore(Store):
             cols = ["ts BIGINT NOT NULL"] + [f"{d} VARCHAR NOT NULL" for d in fam.dims]
             cols += ["count BIGINT NOT NULL", "bytes BIGINT NOT NULL", "lat_sum BIGINT NOT NULL"]
             cols += [f"{c} BIGINT NOT NULL" for c in _hist_cols(fam)]
-            for suffix in ("s_hot", "s", "m", "h"):
+            for suffix in ("s", "m", "h"):
                 db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_{suffix} ({', '.join(cols)})")
+            narrow = cols[: 4 + len(fam.dims)] + ["hk USMALLINT[] NOT NULL", "hv BIGINT[] NOT NULL"]
+            db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_s_hot ({', '.join(narrow)})")
+            wide = [f"coalesce(hv[list_position(hk, {i})], 0)::BIGINT AS {c}" for i, c in enumerate(_hist_cols(fam))]
+            db.execute(f"CREATE OR REPLACE VIEW {fam.name}_s_hotv AS SELECT ts, {', '.join(fam.dims)}, count, bytes, "
+                       f"lat_sum{''.join(', ' + w for w in wide)} FROM {fam.name}_s_hot")
         db.execute("CREATE TABLE IF NOT EXISTS seqs (source VARCHAR PRIMARY KEY, hwm BIGINT, updated DOUBLE)")
         db.execute("CREATE TABLE IF NOT EXISTS dirty (family VARCHAR, tier VARCHAR, period BIGINT)")
         db.execute("CREATE TABLE IF NOT EXISTS hosts (host VARCHAR PRIMARY KEY, first_seen DOUBLE)")
@@ -126,6 +147,14 @@ class DuckDBStore(Store):
             " created DOUBLE, updated DOUBLE, spec VARCHAR)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+
+    def _check_layout(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES ('layout', ?)", [str(LAYOUT)])
+        elif int(row[0]) != LAYOUT:
+            raise RuntimeError(f"the store at {self.path} has layout {row[0]}, this Loupe reads layout {LAYOUT}: "
+                               "move the data directory aside to start a new store")
 
     @property
     def _cur(self) -> duckdb.DuckDBPyConnection:
@@ -233,7 +262,7 @@ class DuckDBStore(Store):
             j.done = True
 
     def append_arrow(self, family: str, table: pa.Table, *, dirty: bool = True) -> None:
-        """Append rows already in the family's column layout (bench and bulk loads)."""
+        """Append rows already in the hot table's narrow layout (bench and bulk loads)."""
         with self._wlock:
             cur = self._cur
             cur.begin()
@@ -293,6 +322,7 @@ class DuckDBStore(Store):
         return kept + list(merged.values()), folded
 
     def _to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
+        """Frames -> one narrow Arrow table for ``f_s_hot`` (histograms as ordinal/count lists)."""
         folded = 0
         prepared = []
         for fr in frames:
@@ -303,7 +333,10 @@ class DuckDBStore(Store):
         ts = np.empty(n, dtype=np.int64)
         vals = {k: np.empty(n, dtype=np.int64) for k in ("count", "bytes", "lat_sum")}
         dims = {d: [] for d in fam.dims}
-        hist: dict[str, np.ndarray] = {}
+        ordinal = _ordinals(fam)
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        hk: list[int] = []
+        hv: list[int] = []
         i = 0
         other_dims = [d for d in fam.dims if d != "host"]
         for fr, rows in prepared:
@@ -317,19 +350,21 @@ class DuckDBStore(Store):
                 vals["count"][i] = r.count
                 vals["bytes"][i] = r.bytes
                 vals["lat_sum"][i] = r.lat_sum
-                for h, buckets in r.hist.items():
-                    prefix = h[0]
-                    for e, c in buckets.items():
-                        col = f"{prefix}{int(e)}"
-                        arr = hist.get(col)
-                        if arr is None:
-                            arr = hist[col] = np.zeros(n, dtype=np.int64)
-                        arr[i] += c
+                if r.hist:
+                    acc: dict[int, int] = {}
+                    for h, buckets in r.hist.items():
+                        base = ordinal[h]
+                        for e, c in buckets.items():
+                            if c:
+                                k = base[int(e)]
+                                acc[k] = acc.get(k, 0) + c
+                    hk.extend(acc)
+                    hv.extend(acc.values())
                 i += 1
-        zeros = np.zeros(n, dtype=np.int64)
-        cols = {"ts": ts, **{d: pa.array(v, type=pa.string()) for d, v in dims.items()}, **vals}
-        for c in _hist_cols(fam):
-            cols[c] = hist.get(c, zeros)
+                offsets[i] = len(hk)
+        cols = {"ts": ts, **{d: pa.array(v, type=pa.string()) for d, v in dims.items()}, **vals,
+                "hk": pa.ListArray.from_arrays(offsets, pa.array(hk, type=pa.uint16())),
+                "hv": pa.ListArray.from_arrays(offsets, pa.array(hv, type=pa.int64()))}
         return pa.table(cols), folded
 
     # ---------------------------------------------------------------- queries
@@ -346,7 +381,7 @@ class DuckDBStore(Store):
 
     def _layers(self, family: str, tier: str, a: int, b: int) -> list[tuple[str, int, int]]:
         """Tables and [from, to) spans that together cover [a, b) at the given tier."""
-        secs = [f"{family}_s", f"{family}_s_hot"]
+        secs = [f"{family}_s", f"{family}_s_hotv"]
         if tier == "second":
             return [(t, a, b) for t in secs]
         w_h, w_m = self._watermarks(family)
@@ -519,7 +554,7 @@ class DuckDBStore(Store):
 
     def _roll(self, fam: Family, tier: str, period: int) -> None:
         length = PERIOD[tier]
-        sources = [f"{fam.name}_s", f"{fam.name}_s_hot"] if tier == "m" else [f"{fam.name}_m"]
+        sources = [f"{fam.name}_s", f"{fam.name}_s_hotv"] if tier == "m" else [f"{fam.name}_m"]
         span = f"ts >= {period} AND ts < {period + length}"
         src = " UNION ALL ".join(f"SELECT * FROM {t} WHERE {span}" for t in sources)
         measures = ["count", "bytes", "lat_sum"] + _hist_cols(fam)
@@ -588,7 +623,7 @@ class DuckDBStore(Store):
                 for fam in FAMILIES.values():
                     order = ", ".join(_sort_key(fam))
                     n = cur.execute(
-                        f"INSERT INTO {fam.name}_s SELECT * FROM {fam.name}_s_hot WHERE ts < {cutoff} ORDER BY {order}"
+                        f"INSERT INTO {fam.name}_s SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff} ORDER BY {order}"
                     ).fetchone()[0]
                     cur.execute(f"DELETE FROM {fam.name}_s_hot WHERE ts < {cutoff}")
                     moved += int(n)
