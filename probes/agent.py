@@ -1,0 +1,445 @@
+"""The agent: ticks once a second, stamps frames, and POSTs them to the backend.
+
+``loupe agent`` and ``loupe demo`` run :func:`main` / :func:`demo_main`; ``loupe
+serve`` runs the same :class:`Agent` in a thread via :func:`start_in_thread`.
+
+Timing: ticks fall on wall-clock second boundaries and each covers the second that
+just closed (``ts``). Every (source, family, host) gives one frame per second, with
+source id ``f"{source.name}@{host}"`` and a ``seq`` that only grows per source id:
+it starts at max(persisted seq + 1, wall clock in microseconds), so a restart never
+goes backwards even without ``--state-dir``.
+
+Replayable sources (the synthetic NAS) are produced second by second from a cursor,
+oldest first: ``backfill`` starts the cursor in the past, and after a stall the
+agent catches up instead of leaving a hole. Live sources (procfs) are read at the
+tick only.
+
+Delivery: frames wait in a bounded in-memory queue, already serialised, and are
+sent in order in batches, one host per request (the backend files a request's
+source status under the host of its frames). Connection errors and 5xx keep them queued and retry
+with exponential backoff; when the queue is full the oldest frames are dropped and
+counted. A 4xx will never succeed: its ``detail`` is logged and those frames are
+dropped; for 413/422 the batch is halved first so one bad frame costs only itself.
+The queue lives in memory only: frames still queued when the process exits are
+lost. An on-disk spool is a separate, later change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import math
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from . import registry
+from .source import Source
+
+log = logging.getLogger("loupe.agent")
+
+DEFAULT_SERVER = "http://127.0.0.1:8470"
+MAX_FRAMES_PER_REQUEST = 10_000  # IngestRequest's limit
+HEARTBEAT_SECONDS = 5.0  # post status alone when nothing else went out for this long
+MAX_CATCH_UP = 300  # seconds a replayable source may fall behind (beyond its backfill) before skipping
+
+
+@dataclass
+class _Queued:
+    source: str
+    host: str
+    seq: int
+    ts: int
+    json: str
+
+
+class Agent:
+    """Collects from ``sources`` once a second and delivers frames to ``server``."""
+
+    def __init__(self, sources: Sequence[Source], server: str = DEFAULT_SERVER, token: str | None = None,
+                 agent_id: str | None = None, *, state_dir: str | Path | None = None, backfill: int = 0,
+                 max_queue_bytes: int = 256 << 20, max_request_bytes: int = 8 << 20, timeout: float = 10.0,
+                 min_backoff: float = 0.5, max_backoff: float = 30.0,
+                 progress: Callable[[str], None] | None = None) -> None:
+        if not sources:
+            raise ValueError("an agent needs at least one source")
+        self.sources = list(sources)
+        self.server = server.rstrip("/")
+        self.agent_id = agent_id or f"{socket.gethostname()}/{'+'.join(s.name for s in self.sources)}"
+        self.backfill = max(0, int(backfill))
+        self.max_queue_bytes, self.max_request_bytes = max_queue_bytes, max_request_bytes
+        self.min_backoff, self.max_backoff = min_backoff, max_backoff
+        self.progress = progress or log.info
+        self._headers = {"Content-Type": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        else:
+            log.warning("no ingest token: the backend will refuse frames (set LOUPE_INGEST_TOKEN or --token)")
+        self._timeout = timeout
+        self._state_file = Path(state_dir) / "agent-state.json" if state_dir else None
+        self._persisted: dict[str, int] = self._load_state()
+        self._seq: dict[str, int] = {}
+        self._queue: collections.deque[_Queued] = collections.deque()
+        self._queue_bytes = 0
+        self._retry_at = 0.0
+        self._backoff = min_backoff
+        self._last_post = 0.0
+        self._closed = 0  # the last second that has closed
+        self._cursor: dict[int, int] = {}  # replayable source index -> next second to produce
+        self._backfill_left = 0
+        self._backfill_started = 0.0
+        self._produced: set[int] = set()
+        self._host_of: dict[int, str] = {}  # source index -> the host its frames are about
+        self._broken: dict[int, str] = {}  # sources whose collect raised, with the error
+        self._quiet_until: dict[str, float] = {}
+        self._client: httpx.Client | None = None
+        self.stats = collections.Counter()  # sent, dropped, refused, accepted, duplicates, requests
+
+    # ------------------------------------------------------------------ main loop
+    def run(self, stop: threading.Event, *, once: bool = False) -> bool:
+        """Tick until ``stop`` is set (or, with ``once``, until every source was sent once).
+
+        Returns True when nothing is left unsent.
+        """
+        httpx_log = logging.getLogger("httpx")
+        if httpx_log.level == logging.NOTSET:  # it logs every request at INFO: one line a second, forever
+            httpx_log.setLevel(logging.WARNING)
+        self._client = httpx.Client(headers=self._headers, timeout=self._timeout)
+        try:
+            now = time.time()
+            self._closed = math.floor(now) - 1
+            replayable = [i for i, s in enumerate(self.sources) if s.replayable]
+            self._cursor = {i: self._closed - self.backfill + 1 for i in replayable}
+            if self.backfill:
+                if replayable:
+                    self._backfill_left = self.backfill * len(replayable)
+                    self._backfill_started = now
+                    self.progress(f"backfill: {self.backfill} s of history for "
+                                  f"{', '.join(self.sources[i].name for i in replayable)}")
+                else:
+                    log.warning("--backfill applies to replayable (synthetic) sources only; ignored")
+            ticks = 0
+            next_tick = math.floor(now) + 1
+            while True:
+                self._work_until(next_tick, stop)
+                if stop.is_set() or (once and self._once_done(ticks)):
+                    break
+                self._tick(math.floor(time.time()) - 1)
+                ticks += 1
+                next_tick = self._closed + 2
+            if self._queue and time.time() >= self._retry_at:
+                self._flush_one()  # a last try, e.g. when the backend shuts down after us
+            return not self._queue
+        finally:
+            self._save_state()
+            self._client.close()
+
+    def _once_done(self, ticks: int) -> bool:
+        produced_all = len(self._produced | set(self._broken)) == len(self.sources)
+        if produced_all and not self._behind() and not self._queue:
+            return True
+        # Give up rather than hang when the backend keeps failing or a source stays silent;
+        # a long backfill that is making progress is neither.
+        failing = self._backoff > self.min_backoff
+        return ticks >= 3 and (failing or not self._behind())
+
+    def _tick(self, ts: int) -> None:
+        self._closed = ts
+        for i, src in enumerate(self.sources):
+            if src.replayable:
+                limit = self.backfill + MAX_CATCH_UP
+                if ts - self._cursor[i] + 1 > limit:  # stalled for long: keep the recent past only
+                    log.warning("%s fell %d s behind; skipping to the last %d s", src.name,
+                                ts - self._cursor[i] + 1, limit)
+                    self._cursor[i] = ts - limit + 1
+            else:
+                self._collect(i, ts)
+        self._save_state()
+
+    def _behind(self) -> bool:
+        return any(c <= self._closed for c in self._cursor.values())
+
+    def _work_until(self, deadline: float, stop: threading.Event) -> None:
+        """Send and produce replayable seconds until the next tick is due."""
+        while not stop.is_set():
+            now = time.time()
+            if now >= deadline:
+                return
+            can_send = bool(self._queue) and now >= self._retry_at
+            behind = self._behind()
+            if can_send and (not behind or self._queue_bytes >= self.max_request_bytes):
+                self._flush_one()
+            elif behind and self._queue_bytes < 2 * self.max_request_bytes:
+                self._produce_one()
+            elif can_send:
+                self._flush_one()
+            elif not self._queue and now - self._last_post >= HEARTBEAT_SECONDS and now >= self._retry_at:
+                code, answer = self._post([])  # keep the source list current while nothing else is sent
+                if code is not None and code >= 400:
+                    self._limited(f"status{code}", f"backend answered {code} to a status update: "
+                                                 f"{answer.get('detail', answer)}")
+            else:
+                wake = min(deadline, self._retry_at) if self._queue else deadline
+                stop.wait(max(0.0, wake - now))
+
+    def _produce_one(self) -> None:
+        for i, cursor in self._cursor.items():
+            if cursor <= self._closed:
+                self._collect(i, cursor)
+                self._cursor[i] = cursor + 1
+                if self._backfill_left:
+                    self._backfill_left -= 1
+                    self._report_backfill()
+
+    def _report_backfill(self) -> None:
+        total = self.backfill * len(self._cursor)
+        done = total - self._backfill_left
+        if self._backfill_left == 0:
+            took = time.time() - self._backfill_started
+            self.progress(f"backfill: {done}/{total} s generated in {took:.1f} s; now live")
+        elif done % max(1, total // 10) == 0:
+            self.progress(f"backfill: {done}/{total} s generated, {self.stats['sent']} frames sent")
+
+    def _collect(self, i: int, ts: int) -> None:
+        src = self.sources[i]
+        try:
+            out = src.collect(ts)
+        except Exception as e:  # a broken probe must not stop the others
+            self._broken[i] = f"{type(e).__name__}: {e}"
+            self._limited(f"collect:{src.name}", f"source {src.name} failed: {self._broken[i]}", exc=True)
+            return
+        self._broken.pop(i, None)
+        for family, host, rows in out:
+            sid = f"{src.name}@{host}"
+            self._enqueue(sid, ts, family, host, rows)
+            self._produced.add(i)
+            self._host_of[i] = host
+
+    # ------------------------------------------------------------------ sequencing and queue
+    def _next_seq(self, sid: str) -> int:
+        last = self._seq.get(sid)
+        seq = max(self._persisted.get(sid, -1) + 1, time.time_ns() // 1000) if last is None else last + 1
+        self._seq[sid] = seq
+        return seq
+
+    def _enqueue(self, sid: str, ts: int, family: str, host: str, rows: list[dict]) -> None:
+        seq = self._next_seq(sid)
+        body = json.dumps({"v": 1, "source": sid, "seq": seq, "ts": ts, "family": family, "host": host,
+                           "rows": rows}, separators=(",", ":"))
+        self._queue.append(_Queued(sid, host, seq, ts, body))
+        self._queue_bytes += len(body)
+        while self._queue_bytes > self.max_queue_bytes and len(self._queue) > 1:
+            old = self._queue.popleft()
+            self._queue_bytes -= len(old.json)
+            self.stats["dropped"] += 1
+            self._limited("dropped", f"queue full ({self.max_queue_bytes} bytes): dropped oldest frames, "
+                                     f"{self.stats['dropped']} so far (last {old.source} ts {old.ts})")
+
+    def _flush_one(self) -> None:
+        """Send one batch from the head of the queue; back off if the server is unavailable."""
+        batch, size = [], 0
+        for q in self._queue:
+            if batch and (size + len(q.json) > self.max_request_bytes or len(batch) >= MAX_FRAMES_PER_REQUEST
+                          or q.host != batch[0].host):  # the backend files a request's status under one host
+                break
+            batch.append(q)
+            size += len(q.json)
+        done = self._deliver(batch)
+        for _ in range(done):
+            self._queue_bytes -= len(self._queue.popleft().json)
+        if done < len(batch):
+            self._retry_at = time.time() + self._backoff
+            self._limited("retry", f"backend unavailable; {len(self._queue)} frames queued, "
+                                   f"retrying in {self._backoff:.1f} s")
+            self._backoff = min(self._backoff * 2, self.max_backoff)
+        else:
+            if self._backoff > self.min_backoff:
+                log.info("backend reachable again; %d frames queued", len(self._queue))
+            self._backoff = self.min_backoff
+
+    def _deliver(self, batch: list[_Queued]) -> int:
+        """How many frames from the start of ``batch`` are finished (stored or finally refused)."""
+        code, answer = self._post(batch)
+        if code is None or code >= 500 or code == 429:
+            return 0
+        if code < 300:
+            self.stats["sent"] += len(batch)
+            for r in answer.get("rejected") or []:
+                self.stats["refused"] += 1
+                self._limited("rejected", f"backend refused {r.get('source')} seq {r.get('seq')}: {r.get('reason')}")
+            return len(batch)
+        if code in (413, 422) and len(batch) > 1:  # find the bad frame(s) instead of losing the batch
+            half = len(batch) // 2
+            first = self._deliver(batch[:half])
+            return first if first < half else half + self._deliver(batch[half:])
+        self.stats["refused"] += len(batch)
+        self._limited(f"http{code}", f"backend answered {code}, dropping {len(batch)} frames "
+                                     f"({batch[0].source} ts {batch[0].ts}...): {answer.get('detail', answer)}")
+        return len(batch)
+
+    def _post(self, batch: list[_Queued]) -> tuple[int | None, dict]:
+        body = (f'{{"frames":[{",".join(q.json for q in batch)}],"agent":{json.dumps(self.agent_id)},'
+                f'"status":{json.dumps(self.status(batch[0].host if batch else None))},'
+                f'"sent_at":{time.time():.3f}}}')
+        self._last_post = time.time()
+        assert self._client is not None, "posting happens inside run()"
+        try:
+            resp = self._client.post(f"{self.server}/api/v1/ingest", content=body.encode())
+        except httpx.HTTPError as e:
+            self._limited("connect", f"cannot reach {self.server}: {type(e).__name__}: {e}")
+            if not batch:
+                self._retry_at = time.time() + self._backoff
+            return None, {}
+        self.stats["requests"] += 1
+        try:
+            answer = resp.json()
+        except ValueError:
+            answer = {"detail": resp.text[:500]}
+        if resp.is_success and isinstance(answer, dict):
+            self.stats["accepted"] += answer.get("accepted", 0)
+            self.stats["duplicates"] += answer.get("duplicates", 0)
+        return resp.status_code, answer if isinstance(answer, dict) else {"detail": answer}
+
+    def status(self, host: str | None = None) -> list[dict]:
+        """Every source's status; with ``host``, those whose frames are (or, before any, whose ``host``
+        attribute says they will be) about that host."""
+        out = []
+        for i, src in enumerate(self.sources):
+            if host is not None and self._host_of.get(i, getattr(src, "host", host)) != host:
+                continue
+            for st in src.status():
+                if i in self._broken:
+                    st = {**st, "state": "error", "reason": self._broken[i][:500]}
+                out.append(st)
+        return out
+
+    def _limited(self, key: str, message: str, exc: bool = False) -> None:
+        """Log a recurring problem at most every 30 s."""
+        now = time.time()
+        if now >= self._quiet_until.get(key, 0.0):
+            self._quiet_until[key] = now + 30
+            log.warning(message, exc_info=exc)
+
+    # ------------------------------------------------------------------ persisted seq
+    def _load_state(self) -> dict[str, int]:
+        if not self._state_file or not self._state_file.exists():
+            return {}
+        try:
+            return {k: int(v) for k, v in json.loads(self._state_file.read_text())["seq"].items()}
+        except (ValueError, KeyError, TypeError, OSError) as e:
+            log.warning("ignoring unreadable %s: %s", self._state_file, e)
+            return {}
+
+    def _save_state(self) -> None:
+        if not self._state_file or not self._seq:
+            return
+        merged = {**self._persisted, **self._seq}
+        if merged == self._persisted:
+            return
+        try:
+            self._state_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._state_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"seq": merged}))
+            os.replace(tmp, self._state_file)  # atomic: a crash leaves the old or the new file
+            self._persisted = merged
+        except OSError as e:
+            self._limited("state", f"cannot save {self._state_file}: {e}")
+
+
+# ---------------------------------------------------------------------- entry points
+def make_agent(server: str = DEFAULT_SERVER, token: str | None = None, sources: Sequence[str] = ("procfs",), *,
+               state_dir: str | Path | None = None, demo_clients: int = 20, seed: int = 7, backfill: int = 0,
+               host: str | None = None, demo_host: str = "demo-nas", agent_id: str | None = None,
+               **agent_options) -> Agent:
+    """An Agent for registry source names (``procfs``, ``synthetic``, ``procfs.cpu`` ...)."""
+    options = registry.Options(host=host or socket.gethostname(), demo_host=demo_host,
+                               demo_clients=demo_clients, seed=seed)
+    names = registry.expand(sources)
+    agent_id = agent_id or f"{socket.gethostname()}/{'+'.join(dict.fromkeys(n.split('.')[0] for n in names))}"
+    return Agent(registry.build(names, options), server, token, agent_id, state_dir=state_dir,
+                 backfill=backfill, **agent_options)
+
+
+def start_in_thread(server: str = DEFAULT_SERVER, token: str | None = None, sources: Sequence[str] = ("procfs",),
+                    **kwargs) -> tuple[threading.Thread, threading.Event]:
+    """Run an agent in a daemon thread (``loupe serve``); set the event to stop it.
+
+    Takes the arguments of :func:`make_agent`, e.g.
+    ``start_in_thread(url, token, ["synthetic"], demo_clients=20, seed=7, backfill=900, state_dir=...)``.
+    """
+    agent = make_agent(server, token, sources, **kwargs)
+    stop = threading.Event()
+    thread = threading.Thread(target=agent.run, args=(stop,), name=f"loupe-agent-{agent.agent_id}", daemon=True)
+    thread.agent = agent  # type: ignore[attr-defined]  # for tests and telemetry
+    thread.start()
+    return thread, stop
+
+
+def _parser(prog: str, sources: str, host_help: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Collect once a second and push frames to a Loupe backend.")
+    p.add_argument("--server", default=DEFAULT_SERVER, help=f"backend URL (default {DEFAULT_SERVER})")
+    p.add_argument("--token", default=os.environ.get("LOUPE_INGEST_TOKEN"),
+                   help="ingest bearer token (default: $LOUPE_INGEST_TOKEN)")
+    p.add_argument("--sources", default=sources,
+                   help=f"comma-separated sources from: {', '.join(sorted(registry._selectable()))} "
+                        f"(default {sources})")
+    p.add_argument("--demo-clients", type=int, default=20, help="clients of the synthetic NAS (1..10000)")
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic NAS")
+    p.add_argument("--host", default=None, help=host_help)
+    p.add_argument("--state-dir", type=Path, default=None, help="directory that keeps the last seq per source")
+    p.add_argument("--backfill", type=int, default=0, metavar="SECONDS",
+                   help="synthetic only: first send this many seconds of history, oldest first")
+    p.add_argument("--once", action="store_true",
+                   help="collect and send once, then exit (status 1 unless the backend took every frame)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return p
+
+
+def _run_cli(a: argparse.Namespace, **host_kw) -> int:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.DEBUG if a.verbose else logging.INFO,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not 1 <= a.demo_clients <= 10_000:
+        print("--demo-clients must be between 1 and 10000", file=sys.stderr)
+        return 2
+    try:
+        agent = make_agent(a.server, a.token, a.sources.split(","), state_dir=a.state_dir,
+                           demo_clients=a.demo_clients, seed=a.seed, backfill=a.backfill,
+                           progress=lambda m: print(m, flush=True), **host_kw)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    try:
+        ok = agent.run(stop, once=a.once)
+    except KeyboardInterrupt:
+        return 130
+    s = agent.stats
+    print(f"sent {s['sent']} frames ({s['accepted']} accepted, {s['duplicates']} duplicates), "
+          f"refused {s['refused']}, dropped {s['dropped']}", flush=True)
+    return 0 if ok and s["sent"] and not s["refused"] else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``loupe agent``: this machine's procfs counters (and optionally the synthetic NAS)."""
+    a = _parser("loupe agent", "procfs", "host name for this machine's data (default: hostname)").parse_args(argv)
+    return _run_cli(a, host=a.host)
+
+
+def demo_main(argv: list[str] | None = None) -> int:
+    """``loupe demo``: the agent with only the synthetic NAS."""
+    a = _parser("loupe demo", "synthetic", "host name of the synthetic NAS (default demo-nas)").parse_args(argv)
+    return _run_cli(a, demo_host=a.host or "demo-nas")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

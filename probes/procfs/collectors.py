@@ -1,0 +1,178 @@
+"""Counters from /proc (and /sys) turned into per-second rows, without root.
+
+Every procfs counter is cumulative since boot, so each source keeps the previous
+reading and reports the difference. The first collect only primes. Paths are
+constructor arguments so tests read committed snapshots from ``testdata/``.
+
+Interval choice: the agent calls ``collect(ts)`` once per second. If it was late
+and ``n = ts - previous ts`` seconds passed, the delta is divided by ``n`` and
+reported for ``ts`` alone: every stored second keeps a true per-second rate (no
+200 % CPU spike after a stall), and the seconds in between stay empty.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..source import Collected, status_entry
+
+Key = tuple[str, ...]
+Counters = dict[Key, tuple[int, ...]]
+
+CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
+
+
+class _DeltaSource:
+    """Reads a counter table, diffs it against the previous reading, builds rows."""
+
+    name = ""
+    family = ""
+    replayable = False
+
+    def __init__(self, host: str, proc: str | Path = "/proc", sys: str | Path = "/sys") -> None:
+        self.host = host
+        self.proc = Path(proc)
+        self.sys = Path(sys)
+        self.families = (self.family,)
+        self._prev: tuple[int, Counters] | None = None
+        self._state, self._reason = "active", ""
+
+    def read(self) -> Counters:
+        raise NotImplementedError
+
+    def rows(self, deltas: Counters) -> list[dict]:
+        raise NotImplementedError
+
+    def status(self) -> list[dict]:
+        return [status_entry(self.name, self.families, self._state, self._reason)]  # type: ignore[arg-type]
+
+    def collect(self, ts: int) -> Collected:
+        try:
+            cur = self.read()
+        except FileNotFoundError as e:
+            self._state, self._reason, self._prev = "off", f"{e.filename} not found (not Linux?)", None
+            return []
+        except (OSError, ValueError, IndexError) as e:
+            self._state, self._reason, self._prev = "error", f"cannot read counters: {e}", None
+            return []
+        self._state, self._reason = "active", ""
+        prev, self._prev = self._prev, (ts, cur)
+        if prev is None:
+            return []
+        deltas: Counters = {}
+        for key, now in cur.items():
+            old = prev[1].get(key)
+            if old is None:
+                continue  # device or CPU appeared since the last reading
+            d = tuple(a - b for a, b in zip(now, old))
+            if min(d) < 0:
+                continue  # counter wrapped or was reset: this interval is unknowable
+            deltas[key] = d
+        rows = self.rows(deltas)
+        n = ts - prev[0]
+        if n > 1:
+            for r in rows:
+                for k in ("count", "bytes", "lat_sum"):
+                    if k in r:
+                        r[k] = round(r[k] / n)
+            rows = [r for r in rows if r.get("count") or r.get("bytes")]
+        return [(self.family, self.host, rows)] if rows else []
+
+
+class CpuSource(_DeltaSource):
+    """/proc/stat: CPU microseconds per CPU and mode (``count``, as cpu.util expects)."""
+
+    name = "procfs.cpu"
+    family = "cpu"
+
+    def __init__(self, host: str, proc: str | Path = "/proc", sys: str | Path = "/sys",
+                 clk_tck: int | None = None) -> None:
+        super().__init__(host, proc, sys)
+        # /proc/stat counts in USER_HZ ticks (100 on every mainstream kernel, but ask).
+        self.us_per_tick = 1_000_000 // (clk_tck or os.sysconf("SC_CLK_TCK"))
+
+    def read(self) -> Counters:
+        out: Counters = {}
+        for line in (self.proc / "stat").read_text().splitlines():
+            f = line.split()
+            if f and f[0].startswith("cpu") and f[0] != "cpu":  # per CPU; "cpu" is their sum
+                # One key per mode: iowait may step backwards (a known kernel quirk)
+                # and that must cost only that mode's row.
+                for mode, ticks in zip(CPU_MODES, f[1:]):
+                    out[(f[0], mode)] = (int(ticks),)
+        return out
+
+    def rows(self, deltas: Counters) -> list[dict]:
+        # application stays empty: only a scheduler probe (BPF) can attribute CPU time.
+        return [{"dims": {"cpu": cpu, "mode": mode}, "count": ticks * self.us_per_tick}
+                for (cpu, mode), (ticks,) in sorted(deltas.items(), key=_natural_key) if ticks]
+
+
+# /proc/diskstats columns after major, minor, name (Documentation/admin-guide/iostats.rst):
+# op -> (completed ops, sectors, ms spent). Discard (4.18+) and flush (5.5+) may be absent.
+_DISK_FIELDS = {"read": (0, 2, 3), "write": (4, 6, 7), "discard": (11, 13, 14), "flush": (15, None, 16)}
+
+
+class DiskSource(_DeltaSource):
+    """/proc/diskstats for whole disks: ops, bytes and summed latency per disk and op."""
+
+    name = "procfs.disk"
+    family = "disk"
+
+    def _whole_disks(self) -> set[str]:
+        # Partitions are not in /sys/block. ram and loop devices are memory or files on
+        # another disk, whose I/O would otherwise count twice.
+        return {d for d in os.listdir(self.sys / "block") if not d.startswith(("ram", "loop"))}
+
+    def read(self) -> Counters:
+        disks = self._whole_disks()
+        out: Counters = {}
+        for line in (self.proc / "diskstats").read_text().splitlines():
+            f = line.split()
+            if len(f) < 14 or f[2] not in disks:
+                continue
+            v = [int(x) for x in f[3:]]
+            for op, (ios, sectors, ms) in _DISK_FIELDS.items():
+                if ms < len(v):
+                    out[(f[2], op)] = (v[ios], v[sectors] if sectors is not None else 0, v[ms])
+        return out
+
+    def rows(self, deltas: Counters) -> list[dict]:
+        # No histograms: procfs has only sums. Zero-count rows (idle disks) are skipped.
+        return [{"dims": {"disk": disk, "op": op}, "count": ios, "bytes": sectors * SECTOR,
+                 "lat_sum": ms * 1_000_000}
+                for (disk, op), (ios, sectors, ms) in sorted(deltas.items(), key=_natural_key)
+                if ios]
+
+
+class NetSource(_DeltaSource):
+    """/proc/net/dev: packets and bytes per interface and direction."""
+
+    name = "procfs.net"
+    family = "net"
+
+    def read(self) -> Counters:
+        out: Counters = {}
+        for line in (self.proc / "net" / "dev").read_text().splitlines()[2:]:  # two header lines
+            iface, sep, rest = line.partition(":")
+            if not sep:
+                continue
+            v = [int(x) for x in rest.split()]
+            out[(iface.strip(), "in")] = (v[1], v[0])  # receive: bytes, packets, ...
+            out[(iface.strip(), "out")] = (v[9], v[8])  # transmit starts at column 8
+        return out
+
+    def rows(self, deltas: Counters) -> list[dict]:
+        # client stays empty: per-client traffic needs a socket probe (BPF).
+        return [{"dims": {"interface": iface, "direction": direction}, "count": packets, "bytes": nbytes}
+                for (iface, direction), (packets, nbytes) in sorted(deltas.items()) if packets or nbytes]
+
+
+def _natural_key(item: tuple[Key, tuple[int, ...]]) -> tuple:
+    """Sort rows by device as people count: cpu2 before cpu10, sdb before sdaa; then as read."""
+    name = item[0][0]
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return (len(head), head, int(tail) if tail else -1)
