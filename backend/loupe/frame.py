@@ -112,6 +112,7 @@ class SourceStatus(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(max_length=100, description="e.g. 'procfs.cpu', 'synthetic.nfs', 'bpf.disk'")
+    host: str | None = Field(None, max_length=255, description="Host the source measures; default: the frames' host")
     families: list[str] = Field(default_factory=list, max_length=10)
     state: str = Field(pattern=r"^(active|off|error|suspended)$")
     reason: str = Field("", max_length=500)

@@ -663,7 +663,7 @@ class DuckDBStore(Store):
         changed = []
         for st in status:
             key = (agent, st.name)
-            rec = dict(agent=agent, name=st.name, host=host, families=list(st.families), state=st.state,
+            rec = dict(agent=agent, name=st.name, host=st.host or host, families=list(st.families), state=st.state,
                        reason=st.reason, demo=st.demo, last_seen=seen)
             old = self._sources.get(key)
             self._sources[key] = rec
