@@ -1,0 +1,88 @@
+// The page frame: header with navigation, sources and the demo label; the page by path.
+import { useSources, useStatus } from './api/hooks'
+import { useLiveState } from './api/live'
+import { SourcesMenu } from './components/SourcesMenu'
+import { StatusPage } from './pages/StatusPage'
+import { WorksheetPage } from './pages/WorksheetPage'
+import { navigate, useLocation } from './state/router'
+import { lastWorksheet, openWorksheet } from './state/useWorksheet'
+
+function DemoLabel() {
+  const { data: status } = useStatus()
+  const { data: sources } = useSources()
+  const hosts = new Set([...(status?.demo_hosts ?? []), ...(sources?.sources.filter((s) => s.demo).map((s) => s.host ?? s.name) ?? [])])
+  if (!hosts.size) return null
+  return (
+    <span className="badge badge-demo header-demo" data-testid="demo-label" title="Synthetic figures from a simulated NAS, for trying Loupe out">
+      demo data: {[...hosts].join(', ')}
+    </span>
+  )
+}
+
+const LIVE_LABEL = { idle: 'idle', connecting: 'connecting', open: 'live', closed: 'reconnecting' } as const
+
+function LiveIndicator() {
+  const state = useLiveState()
+  const dot = state === 'open' ? 'on' : state === 'closed' ? 'bad' : ''
+  const title = state === 'idle' ? 'no chart needs live updates (paused or none open)' : `live updates: ${LIVE_LABEL[state]}`
+  return (
+    <span className="live-state" title={title} data-testid="live-state">
+      <span className={`live-dot ${dot}`} /> {LIVE_LABEL[state]}
+    </span>
+  )
+}
+
+export function App() {
+  const { path } = useLocation()
+  const page = path.replace(/\/+$/, '') === '/status' ? 'status' : 'worksheet'
+  return (
+    <div className="app">
+      <header className="header">
+        <a
+          className="brand"
+          href="/"
+          onClick={(e) => {
+            e.preventDefault()
+            openWorksheet(lastWorksheet())
+          }}
+        >
+          <svg viewBox="0 0 16 16" width="18" height="18" aria-hidden>
+            <circle cx="6.5" cy="6.5" r="4.5" fill="none" stroke="currentColor" strokeWidth="2" />
+            <path d="M10 10l4.5 4.5" stroke="currentColor" strokeWidth="2.2" strokeLinecap="round" />
+          </svg>
+          Loupe
+        </a>
+        <nav className="nav">
+          <a
+            href="/"
+            className={page === 'worksheet' ? 'active' : ''}
+            data-testid="nav-worksheet"
+            onClick={(e) => {
+              e.preventDefault()
+              openWorksheet(lastWorksheet())
+            }}
+          >
+            Worksheet
+          </a>
+          <a
+            href="/status"
+            className={page === 'status' ? 'active' : ''}
+            data-testid="nav-status"
+            onClick={(e) => {
+              e.preventDefault()
+              navigate('/status')
+            }}
+          >
+            Status
+          </a>
+        </nav>
+        <div className="header-right">
+          <DemoLabel />
+          <LiveIndicator />
+          <SourcesMenu />
+        </div>
+      </header>
+      {page === 'status' ? <StatusPage /> : <WorksheetPage />}
+    </div>
+  )
+}

@@ -1,0 +1,146 @@
+// Server state through TanStack Query: one hook per API read.
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import type { Statistic, WorksheetState } from '../state/url'
+import { apiRange, rangeSeconds } from '../state/url'
+import { api, unwrap } from './client'
+
+/** where {client: [a, b]} -> ["client=a,b"], the API's repeatable filter parameter. */
+export function whereParams(where: Record<string, string[]> | undefined): string[] {
+  return Object.entries(where ?? {}).map(([dim, values]) => `${dim}=${values.join(',')}`)
+}
+
+type View = Pick<WorksheetState, 'range' | 'paused' | 'at'>
+
+/** How often a live chart re-reads its history (live seconds arrive in between). */
+export function refreshMs(view: View): number | false {
+  if (view.paused) return false
+  const s = rangeSeconds(view.range)
+  return s <= 600 ? 30_000 : s <= 3600 ? 60_000 : 300_000
+}
+
+/** Points asked of /query: one per second up to 10 minutes, then about 600. */
+export function pointsFor(view: View): number {
+  return Math.min(rangeSeconds(view.range), 600)
+}
+
+function viewKey(view: View) {
+  return [view.range, view.paused ? view.at : 'live']
+}
+
+export function useMetrics() {
+  return useQuery({
+    queryKey: ['metrics'],
+    queryFn: async () => unwrap(await api.GET('/api/v1/metrics')),
+    staleTime: Infinity,
+  })
+}
+
+export function useSources() {
+  return useQuery({
+    queryKey: ['sources'],
+    queryFn: async () => unwrap(await api.GET('/api/v1/sources')),
+    refetchInterval: 10_000,
+  })
+}
+
+export function useStatus() {
+  return useQuery({
+    queryKey: ['status'],
+    queryFn: async () => unwrap(await api.GET('/api/v1/status')),
+    refetchInterval: 2_000,
+    placeholderData: keepPreviousData,
+  })
+}
+
+async function getQuery(stat: Statistic, range: { start: string; end: string; points?: number; step?: number }) {
+  const query = { metric: stat.metric, by: stat.by ?? undefined, where: whereParams(stat.where), top: stat.top, ...range }
+  return unwrap(await api.GET('/api/v1/query', { params: { query } }))
+}
+
+/** Seconds [from, to) of a statistic, one point each (to fill what live pushes missed). */
+export function fetchSeconds(stat: Statistic, from: number, to: number) {
+  return getQuery({ ...stat, top: 100 }, { start: String(from), end: String(to), step: 1 })
+}
+
+export function useStatisticQuery(stat: Statistic, view: View) {
+  return useQuery({
+    queryKey: ['query', stat.metric, stat.by, stat.where, stat.top, ...viewKey(view)],
+    queryFn: () => getQuery(stat, { points: pointsFor(view), ...apiRange(view) }),
+    refetchInterval: refreshMs(view),
+    placeholderData: keepPreviousData,
+    retry: 1,
+  })
+}
+
+/** Columns asked of /heatmap: one per second up to 5 minutes, then 300. */
+function heatmapPoints(view: View): number {
+  return Math.min(rangeSeconds(view.range), 300)
+}
+
+export function useHeatmap(stat: Statistic, view: View) {
+  const dim = stat.by ?? 'latency'
+  const s = rangeSeconds(view.range)
+  return useQuery({
+    queryKey: ['heatmap', stat.metric, dim, stat.where, ...viewKey(view)],
+    queryFn: async () =>
+      unwrap(
+        await api.GET('/api/v1/heatmap', {
+          params: {
+            query: { metric: stat.metric, dim, where: whereParams(stat.where), points: heatmapPoints(view), ...apiRange(view) },
+          },
+        }),
+      ),
+    // No live push for histograms: re-read often while the range is short.
+    refetchInterval: view.paused ? false : s <= 600 ? 2_000 : s <= 3600 ? 10_000 : 60_000,
+    placeholderData: keepPreviousData,
+    retry: 1,
+  })
+}
+
+export interface MembersRequest {
+  dim: string
+  lo: number
+  hi: number
+  by: string
+}
+
+/**
+ * Who is in a band of a heat map: the statistic broken down by `req.by`, keeping only
+ * events in buckets lo..hi (`where=latency=lo:hi`), over the heat map's own range and tier.
+ *
+ * This reads GET /api/v1/breakdown rather than GET /api/v1/members: /members averages
+ * over a one-point window that falls on the minute tier, so it misses the minutes not yet
+ * rolled up and disagrees with the heat map beside it (and is empty on a fresh server).
+ */
+export function useMembers(stat: Statistic, view: View, req: MembersRequest | null) {
+  return useQuery({
+    queryKey: ['members', stat.metric, stat.where, req, ...viewKey(view)],
+    enabled: req !== null,
+    queryFn: async () =>
+      unwrap(
+        await api.GET('/api/v1/breakdown', {
+          params: {
+            query: {
+              metric: stat.metric,
+              by: req!.by,
+              where: whereParams({ ...stat.where, [req!.dim]: [`${req!.lo}:${req!.hi}`] }),
+              top: 20,
+              points: heatmapPoints(view),
+              ...apiRange(view),
+            },
+          },
+        }),
+      ),
+    refetchInterval: view.paused ? false : 5_000,
+    placeholderData: keepPreviousData,
+    retry: 1,
+  })
+}
+
+export function useWorksheets(enabled: boolean) {
+  return useQuery({
+    queryKey: ['worksheets'],
+    enabled,
+    queryFn: async () => unwrap(await api.GET('/api/v1/worksheets')),
+  })
+}

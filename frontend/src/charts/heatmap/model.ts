@@ -1,0 +1,26 @@
+// A histogram dimension over time (GET /api/v1/heatmap), and a band of its buckets.
+
+/** A band of buckets by log2 exponent, inclusive: lo <= e <= hi. */
+export interface Band {
+  lo: number
+  hi: number
+}
+
+/** Mean rate of one bucket over the range (the side panel). */
+export interface BucketRate {
+  index: number
+  label: string
+  rate: number
+  share: number
+}
+
+export interface HeatmapOptions {
+  /** Unit of the bucketed value: "ns" or "bytes". */
+  valueUnit: string
+  /** Unit of the rate, e.g. "ops/s". */
+  rateUnit: string
+  selection: Band | null
+}
+
+/** Dark means more: light yellow for a trickle to deep red for the busiest cells. */
+export const HEAT_COLORS = ['#fff7d4', '#fee391', '#fec44f', '#fb9a29', '#ec7014', '#c4490a', '#8c2d04', '#4a1602']

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest'
+import type { HeatmapResult } from '../../api/client'
+import {
+  bandBetween,
+  bandLabel,
+  bandRate,
+  bucketAxisLabel,
+  bucketPosition,
+  bucketRates,
+  cellData,
+  colorRange,
+  toHeatmapOption,
+} from './transform'
+
+const bucket = (index: number, lo: number, hi: number | null, label: string) => ({ index, lo, hi, label })
+
+function heatmap(over: Partial<HeatmapResult> = {}): HeatmapResult {
+  return {
+    statistic: { metric: 'nfs.ops', by: 'latency', where: {}, name: 'NFS operations per second broken down by latency', unit: 'ops/s' },
+    dim: 'latency',
+    tier: 'second',
+    step: 1,
+    start: 100,
+    end: 103,
+    timestamps: [100, 101, 102],
+    buckets: [
+      bucket(10, 0, 2048, '< 2.05 µs'),
+      bucket(11, 2048, 4096, '2.05 µs – 4.1 µs'),
+      bucket(20, 1048576, 2097152, '1.05 ms – 2.1 ms'),
+    ],
+    cells: [
+      [0, 0, 100],
+      [0, 2, 1],
+      [1, 1, 1000],
+      [2, 0, 10],
+      [2, 2, 0],
+    ],
+    max: 1000,
+    total: [101, 1000, 10],
+    ...over,
+  }
+}
+
+describe('bucket labels', () => {
+  it('read as the lower bound in the histogram unit', () => {
+    expect(bucketAxisLabel({ index: 20, lo: 1048576 }, 'ns')).toBe('1.05 ms')
+    expect(bucketAxisLabel({ index: 13, lo: 8192 }, 'bytes')).toBe('8 KiB')
+    expect(bucketAxisLabel({ index: 10, lo: 0 }, 'ns')).toBe('0')
+  })
+})
+
+describe('cellData', () => {
+  it('turns sparse cells into [x, y, log10 v, v] and drops empty ones', () => {
+    expect(cellData(heatmap().cells)).toEqual([
+      [0, 0, 2, 100],
+      [0, 2, 0, 1],
+      [1, 1, 3, 1000],
+      [2, 0, 1, 10],
+    ])
+  })
+  it('gives the colour scale log bounds', () => {
+    expect(colorRange(cellData(heatmap().cells))).toEqual({ min: 0, max: 3 })
+    expect(colorRange([])).toEqual({ min: 0, max: 1 })
+    expect(colorRange([[0, 0, 2, 100]])).toEqual({ min: 1, max: 2 })
+  })
+})
+
+describe('toHeatmapOption', () => {
+  it('draws time x bucket categories with a log colour scale', () => {
+    const opt = toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: null })
+    const y = opt.yAxis as { type: string; data: string[] }
+    expect(y.type).toBe('category')
+    expect(y.data).toEqual(['0', '2.05 µs', '1.05 ms'])
+    expect((opt.xAxis as { data: string[] }).data).toHaveLength(3)
+    const vm = opt.visualMap as { min: number; max: number; dimension: number; text: string[] }
+    expect([vm.dimension, vm.min, vm.max]).toEqual([2, 0, 3])
+    expect(vm.text).toEqual(['1,000 ops/s', '1 ops/s'])
+    const series = (opt.series as { data: unknown[]; markArea?: unknown }[])[0]!
+    expect(series.data).toHaveLength(4)
+    expect(series.markArea).toBeUndefined()
+  })
+  it('marks the selected band', () => {
+    const opt = toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 11, hi: 20 } })
+    const series = (opt.series as { markArea?: { data: unknown } }[])[0]!
+    expect(series.markArea?.data).toEqual([[{ yAxis: 0.5 }, { yAxis: 2.5 }]])
+  })
+})
+
+describe('bucket rates and bands', () => {
+  it('average each bucket over the range, top bucket first', () => {
+    const rates = bucketRates(heatmap())
+    expect(rates.map((r) => r.index)).toEqual([20, 11, 10])
+    expect(rates.map((r) => r.rate)).toEqual([1 / 3, 1000 / 3, 110 / 3])
+    expect(rates.reduce((s, r) => s + r.share, 0)).toBeCloseTo(1)
+    expect(bandRate(rates, { lo: 10, hi: 11 })).toBeCloseTo(370)
+  })
+  it('span two buckets in either order and read as a range', () => {
+    expect(bandBetween(20, 11)).toEqual({ lo: 11, hi: 20 })
+    const b = heatmap().buckets
+    expect(bandLabel(b, { lo: 11, hi: 20 }, 'ns')).toBe('2.05 µs – 2.1 ms')
+    expect(bandLabel(b, { lo: 10, hi: 11 }, 'ns')).toBe('0 – 4.1 µs')
+    expect(bandLabel(b, { lo: 20, hi: 20 }, 'ns')).toBe('1.05 ms – 2.1 ms')
+    expect(bandLabel(b, { lo: 5, hi: 20 }, 'ns')).toBe('')
+    expect(bucketPosition(heatmap(), 20)).toBe(2)
+  })
+})

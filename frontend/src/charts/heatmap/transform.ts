@@ -1,0 +1,141 @@
+// Pure transforms: sparse heat-map cells -> ECharts heatmap option, bucket rates, bands.
+import type { Bucket, HeatmapResult } from '../../api/client'
+import type { ChartOption, HeatmapSeries } from '../../components/EChart'
+import { formatAmount, formatDateTime, formatRate, formatTick } from '../../lib/format'
+import { HEAT_COLORS, type Band, type BucketRate, type HeatmapOptions } from './model'
+
+/** Axis label of a bucket: its lower bound ("1.05 ms", "8 KiB"); the open bottom bucket reads "0". */
+export function bucketAxisLabel(b: Pick<Bucket, 'index' | 'lo'>, unit: string): string {
+  return b.lo === 0 ? '0' : formatAmount(2 ** b.index, unit)
+}
+
+/** Sparse [time index, bucket index, rate] cells -> [x, y, log10(rate), rate]; empty cells stay absent. */
+export function cellData(cells: number[][]): [number, number, number, number][] {
+  const out: [number, number, number, number][] = []
+  for (const [t, b, v] of cells) {
+    if (t === undefined || b === undefined || v === undefined || !(v > 0)) continue
+    out.push([t, b, Math.log10(v), v])
+  }
+  return out
+}
+
+/** log10 bounds of the colour scale; a flat map still gets a visible range. */
+export function colorRange(data: [number, number, number, number][]): { min: number; max: number } {
+  if (!data.length) return { min: 0, max: 1 }
+  let min = Infinity
+  let max = -Infinity
+  for (const d of data) {
+    min = Math.min(min, d[2])
+    max = Math.max(max, d[2])
+  }
+  if (max - min < 0.5) min = max - 1
+  return { min, max }
+}
+
+/** Position of a bucket exponent in the result's bucket list, or -1. */
+export function bucketPosition(r: Pick<HeatmapResult, 'buckets'>, exponent: number): number {
+  return r.buckets.findIndex((b) => b.index === exponent)
+}
+
+function categoryAxis(data: string[]) {
+  return {
+    type: 'category' as const,
+    data,
+    axisLabel: { color: '#5b6472', hideOverlap: true },
+    axisTick: { show: false },
+    axisLine: { lineStyle: { color: '#c5cad3' } },
+    splitArea: { show: false },
+  }
+}
+
+export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOption {
+  const data = cellData(r.cells)
+  const { min, max } = colorRange(data)
+  const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
+  const sel = opts.selection
+  const selLo = sel ? bucketPosition(r, sel.lo) : -1
+  const selHi = sel ? bucketPosition(r, sel.hi) : -1
+  const series: HeatmapSeries = {
+    type: 'heatmap',
+    name: r.dim,
+    data,
+    encode: { x: 0, y: 1, value: 2 },
+    progressive: 0,
+    emphasis: { itemStyle: { borderColor: '#1b2330', borderWidth: 1 } },
+    markArea:
+      selLo >= 0 && selHi >= 0
+        ? {
+            silent: true,
+            itemStyle: { color: 'rgba(47,111,222,0.10)', borderColor: '#2f6fde', borderWidth: 1.5 },
+            // Category positions: the band covers its buckets' cells, edge to edge.
+            data: [[{ yAxis: Math.min(selLo, selHi) - 0.5 }, { yAxis: Math.max(selLo, selHi) + 0.5 }]],
+          }
+        : undefined,
+  }
+  return {
+    animation: false,
+    grid: { left: 70, right: 16, top: 12, bottom: 50 },
+    tooltip: {
+      confine: true,
+      formatter: (p: unknown) => {
+        const d = (p as { data?: number[] }).data
+        if (!d) return ''
+        const bucket = r.buckets[d[1]!]
+        const ts = r.timestamps[d[0]!]
+        return `${ts !== undefined ? formatDateTime(ts) : ''}<br/>${r.dim} ${bucket?.label ?? ''}<br/><b>${formatRate(d[3]!, opts.rateUnit)}</b>`
+      },
+    },
+    xAxis: categoryAxis(r.timestamps.map((t) => formatTick(t, r.end - r.start))),
+    yAxis: categoryAxis(yLabels),
+    visualMap: {
+      type: 'continuous',
+      dimension: 2,
+      min,
+      max,
+      calculable: false,
+      orient: 'horizontal',
+      left: 'right',
+      bottom: 0,
+      itemHeight: 120,
+      itemWidth: 10,
+      text: [formatRate(10 ** max, opts.rateUnit), formatRate(10 ** min, opts.rateUnit)],
+      textStyle: { color: '#5b6472', fontSize: 11 },
+      inRange: { color: HEAT_COLORS },
+    },
+    series: [series],
+  }
+}
+
+/** Mean rate of each bucket over the range, highest bucket first (as drawn, top to bottom). */
+export function bucketRates(r: Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps'>): BucketRate[] {
+  const n = Math.max(1, r.timestamps.length)
+  const sums = new Array<number>(r.buckets.length).fill(0)
+  for (const [, b, v] of r.cells) {
+    if (b !== undefined && v !== undefined && b < sums.length) sums[b]! += v
+  }
+  const all = sums.reduce((a, b) => a + b, 0)
+  return r.buckets
+    .map((b, i) => ({ index: b.index, label: b.label, rate: sums[i]! / n, share: all ? sums[i]! / all : 0 }))
+    .reverse()
+}
+
+/** The band spanned by two bucket exponents, in either order. */
+export function bandBetween(a: number, b: number): Band {
+  return { lo: Math.min(a, b), hi: Math.max(a, b) }
+}
+
+/** Mean rate in a band over the range. */
+export function bandRate(rates: BucketRate[], band: Band): number {
+  return rates.filter((r) => r.index >= band.lo && r.index <= band.hi).reduce((s, r) => s + r.rate, 0)
+}
+
+/** How a band reads in the side panel: "1.05 ms – 4.19 ms" from its buckets' API labels. */
+export function bandLabel(buckets: Pick<Bucket, 'index' | 'lo' | 'hi' | 'label'>[], band: Band, unit: string): string {
+  const lo = buckets.find((b) => b.index === band.lo)
+  const hi = buckets.find((b) => b.index === band.hi)
+  if (!lo || !hi) return ''
+  if (band.lo === band.hi) return lo.label
+  const from = lo.lo === 0 ? '0' : formatAmount(lo.lo, unit)
+  const to = hi.hi === null || hi.hi === undefined ? '∞' : formatAmount(hi.hi, unit)
+  return `${from} – ${to}`
+}

@@ -1,0 +1,21 @@
+// A status tile: the headline value and a sparkline of the recent range.
+import { useMemo } from 'react'
+import { EChart } from '../../components/EChart'
+import type { TileView } from './model'
+import { toSparklineOption } from './transform'
+
+export function SparklineTile({ tile, onOpen, demo }: { tile: TileView; onOpen: () => void; demo: boolean }) {
+  const option = useMemo(() => toSparklineOption(tile.points), [tile.points])
+  return (
+    <button className="tile" onClick={onOpen} data-testid={`tile-${tile.id}`} title={`Open ${tile.title} in the worksheet`}>
+      <div className="tile-head">
+        <span className="tile-title">{tile.title}</span>
+        {demo && <span className="badge badge-demo">demo data</span>}
+      </div>
+      <div className="tile-value" data-testid="tile-value">
+        {tile.value}
+      </div>
+      <EChart option={option} className="tile-spark" ariaLabel={`${tile.title} over the last minutes`} />
+    </button>
+  )
+}

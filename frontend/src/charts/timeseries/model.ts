@@ -1,0 +1,47 @@
+// A statistic over time, as the card keeps it: the query's history plus live seconds.
+
+export interface TimeseriesData {
+  /** Seconds per point. */
+  step: number
+  /** Unix second of each point. */
+  timestamps: number[]
+  /** Whole statistic at each point. */
+  total: number[]
+  /** Breakdown elements, largest over the range first; empty without a breakdown. */
+  keys: string[]
+  /** values[i][t]: rate of keys[i] at timestamps[t]. */
+  values: number[][]
+  /** Everything outside keys (null without a breakdown); keys + other = total. */
+  other: number[] | null
+}
+
+/** One second pushed by WS /api/v1/live (not part of the OpenAPI document). */
+export interface LiveMessage {
+  id: string
+  ts: number
+  total: number
+  values: Record<string, number>
+  other: number | null
+}
+
+export const OTHER_KEY = '\u0000other'
+export const TOTAL_KEY = '\u0000total'
+
+export interface LegendRow {
+  key: string
+  label: string
+  color: string
+  /** Rate at the newest point. */
+  last: number
+  /** Mean rate over the shown range. */
+  mean: number
+  /** Fraction of the total over the range, 0..1. */
+  share: number
+  /** A real element that can be added as a filter (not "other"). */
+  drillable: boolean
+}
+
+export interface TimeseriesOptions {
+  display: 'area' | 'line'
+  unit: string
+}

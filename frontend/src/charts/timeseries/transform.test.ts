@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest'
+import type { QueryResult } from '../../api/client'
+import { OTHER_KEY, TOTAL_KEY, type LiveMessage } from './model'
+import {
+  addLive,
+  addMissing,
+  fromQuery,
+  isEmpty,
+  legendRows,
+  liveFromQuery,
+  liveKeepFrom,
+  mergeLive,
+  missingSpan,
+  stackedSeries,
+  toOption,
+} from './transform'
+
+function query(over: Partial<QueryResult> = {}): QueryResult {
+  return {
+    statistic: { metric: 'nfs.ops', by: 'client', where: {}, name: 'NFS operations per second broken down by client', unit: 'ops/s' },
+    tier: 'second',
+    step: 1,
+    start: 100,
+    end: 104,
+    timestamps: [100, 101, 102, 103],
+    total: [10, 20, 30, 40],
+    series: [
+      { key: '10.0.0.7', values: [6, 12, 18, 20], total: 14, last: 20 },
+      { key: '10.0.0.9', values: [3, 5, 10, 10], total: 7, last: 10 },
+    ],
+    other: [1, 3, 2, 10],
+    elements: 5,
+    approximate: false,
+    notes: [],
+    ...over,
+  }
+}
+
+const live = (ts: number, a: number, b: number, other: number): LiveMessage => ({
+  id: 'c1',
+  ts,
+  total: a + b + other,
+  values: { '10.0.0.7': a, '10.0.0.9': b },
+  other,
+})
+
+describe('fromQuery + stackedSeries', () => {
+  it('stacks the elements and other so that they sum to the total', () => {
+    const d = fromQuery(query())
+    const stack = stackedSeries(d)
+    expect(stack.map((s) => s.name)).toEqual(['10.0.0.7', '10.0.0.9', 'other'])
+    d.timestamps.forEach((_, t) => {
+      expect(stack.reduce((s, x) => s + x.values[t]!, 0)).toBeCloseTo(d.total[t]!)
+    })
+  })
+
+  it('draws the total alone without a breakdown', () => {
+    const d = fromQuery(query({ series: [], other: null }))
+    expect(stackedSeries(d)).toEqual([{ key: TOTAL_KEY, name: 'total', color: '#2f6fde', values: [10, 20, 30, 40] }])
+  })
+})
+
+describe('toOption', () => {
+  it('builds stacked lttb-sampled areas on a time axis', () => {
+    const opt = toOption(fromQuery(query()), { display: 'area', unit: 'ops/s' })
+    const series = opt.series as { stack?: string; sampling?: string; data: number[][]; areaStyle?: unknown; name: string }[]
+    expect(series).toHaveLength(3)
+    expect(series.every((s) => s.stack === 'total' && s.sampling === 'lttb' && s.areaStyle)).toBe(true)
+    expect(series[0]!.data[0]).toEqual([100_000, 6])
+    expect(series[2]!.name).toBe('other')
+    expect((opt.xAxis as { min: number; max: number }).min).toBe(100_000)
+    expect((opt.xAxis as { min: number; max: number }).max).toBe(103_000)
+  })
+
+  it('does not stack in line mode', () => {
+    const opt = toOption(fromQuery(query()), { display: 'line', unit: 'ops/s' })
+    const series = opt.series as { stack?: string; areaStyle?: unknown }[]
+    expect(series.every((s) => s.stack === undefined && s.areaStyle === undefined)).toBe(true)
+  })
+
+  it('formats the tooltip in the metric unit', () => {
+    const opt = toOption(fromQuery(query()), { display: 'area', unit: 'bytes/s' })
+    const fmt = (opt.tooltip as { valueFormatter: (v: number) => string }).valueFormatter
+    expect(fmt(1_500_000)).toBe('1.5 MB/s')
+  })
+})
+
+describe('live seconds', () => {
+  it('replace a second pushed again and drop old ones', () => {
+    let list: LiveMessage[] = []
+    list = addLive(list, live(104, 1, 1, 1), 100)
+    list = addLive(list, live(105, 2, 2, 2), 100)
+    list = addLive(list, live(104, 5, 5, 5), 100)
+    expect(list.map((m) => [m.ts, m.total])).toEqual([[104, 15], [105, 6]])
+    expect(addLive(list, live(99, 1, 1, 1), 100)).toHaveLength(2)
+    expect(addLive(list, live(106, 1, 1, 1), 105).map((m) => m.ts)).toEqual([105, 106])
+  })
+
+  it('append points, replace the partial last point, and keep the range width', () => {
+    const base = fromQuery(query())
+    const merged = mergeLive(base, [live(103, 25, 10, 5), live(104, 30, 10, 0), live(106, 1, 2, 3)], 5)
+    // 4 queried + 104, a zero-filled 105 and 106, then cut to the last 5 seconds.
+    expect(merged.timestamps).toEqual([102, 103, 104, 105, 106])
+    expect(merged.total).toEqual([30, 40, 40, 0, 6])
+    expect(merged.values[0]).toEqual([18, 25, 30, 0, 1])
+    expect(merged.other).toEqual([2, 5, 0, 0, 3])
+    merged.timestamps.forEach((_, t) => {
+      expect(merged.values[0]![t]! + merged.values[1]![t]! + merged.other![t]!).toBeCloseTo(merged.total[t]!)
+    })
+    // The base is not changed.
+    expect(base.timestamps).toHaveLength(4)
+  })
+
+  it('replace a late second inside the history at one second per point', () => {
+    const merged = mergeLive(fromQuery(query()), [live(101, 50, 0, 0), live(90, 9, 9, 9)], 600)
+    expect(merged.timestamps).toEqual([100, 101, 102, 103])
+    expect(merged.total).toEqual([10, 50, 30, 40])
+    expect(merged.values[0]).toEqual([6, 50, 18, 20])
+    expect(merged.other).toEqual([1, 0, 2, 10])
+  })
+
+  it('are kept for the range at one second per point, else from the last step', () => {
+    expect(liveKeepFrom(fromQuery(query()), 60)).toBe(43)
+    expect(liveKeepFrom(fromQuery(query({ step: 10, timestamps: [100, 110] })), 3600)).toBe(100)
+  })
+
+  it('name the seconds to read again: the history tail and the gap before the first push', () => {
+    const base = fromQuery(query())
+    expect(missingSpan(base, [])).toBeNull()
+    expect(missingSpan(base, [live(106, 1, 1, 1)], 2)).toEqual({ from: 102, to: 105 })
+    expect(missingSpan(base, [live(104, 1, 1, 1)], 2)).toEqual({ from: 102, to: 103 })
+    expect(missingSpan(base, [live(102, 1, 1, 1), live(103, 1, 1, 1), live(104, 1, 1, 1)], 2)).toBeNull()
+    expect(missingSpan(fromQuery(query({ step: 10 })), [live(200, 1, 1, 1)])).toBeNull()
+  })
+
+  it('turn a query result into pushed seconds for the subscribed keys', () => {
+    const msgs = liveFromQuery(query(), ['10.0.0.7', 'gone'], 'c1')
+    expect(msgs).toHaveLength(4)
+    expect(msgs[1]).toEqual({ id: 'c1', ts: 101, total: 20, values: { '10.0.0.7': 12, gone: 0 }, other: 8 })
+    const noBy = liveFromQuery(query({ series: [], other: null }), [], 'c1')
+    expect(noBy[3]).toEqual({ id: 'c1', ts: 103, total: 40, values: {}, other: null })
+  })
+
+  it('add seconds read again without overriding pushes', () => {
+    const merged = addMissing([live(105, 9, 9, 9)], [live(104, 1, 1, 1), live(105, 1, 1, 1)])
+    expect(merged.map((m) => [m.ts, m.total])).toEqual([[104, 3], [105, 27]])
+  })
+
+  it('average seconds within a coarser step', () => {
+    const base = fromQuery(query({ step: 10, timestamps: [100, 110], total: [10, 4], series: [], other: null }))
+    const merged = mergeLive(base, [
+      { id: 'c', ts: 110, total: 20, values: {}, other: null },
+      { id: 'c', ts: 111, total: 40, values: {}, other: null },
+      { id: 'c', ts: 120, total: 5, values: {}, other: null },
+      { id: 'c', ts: 95, total: 500, values: {}, other: null },
+    ], 600)
+    expect(merged.timestamps).toEqual([100, 110, 120])
+    expect(merged.total).toEqual([10, 30, 5])
+  })
+})
+
+describe('legendRows', () => {
+  it('sorts elements by mean, puts other last, and computes last, mean and share', () => {
+    const d = fromQuery(query({
+      series: [
+        { key: 'b', values: [1, 1, 1, 1], total: 1, last: 1 },
+        { key: 'a', values: [2, 4, 6, 8], total: 5, last: 8 },
+        { key: '', values: [7, 15, 23, 31], total: 19, last: 31 },
+      ],
+      other: [0, 0, 0, 0],
+    }))
+    const rows = legendRows(d)
+    expect(rows.map((r) => r.label)).toEqual(['(none)', 'a', 'b'])
+    expect(rows[1]).toMatchObject({ key: 'a', last: 8, mean: 5, share: 0.2, drillable: true, color: '#e8833a' })
+    expect(rows.reduce((s, r) => s + r.share, 0)).toBeCloseTo(1)
+  })
+
+  it('shows other when it has traffic, and the total without a breakdown', () => {
+    const rows = legendRows(fromQuery(query()))
+    expect(rows[rows.length - 1]).toMatchObject({ key: OTHER_KEY, label: 'other', mean: 4, drillable: false })
+    const total = legendRows(fromQuery(query({ series: [], other: null })))
+    expect(total).toEqual([{ key: TOTAL_KEY, label: 'total', color: '#2f6fde', last: 40, mean: 25, share: 1, drillable: false }])
+  })
+
+  it('knows an empty statistic', () => {
+    expect(isEmpty(fromQuery(query({ total: [0, 0, 0, 0] })))).toBe(true)
+    expect(isEmpty(fromQuery(query()))).toBe(false)
+  })
+})

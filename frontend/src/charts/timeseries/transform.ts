@@ -1,0 +1,224 @@
+// Pure transforms: API query result + live seconds -> chart data, ECharts option, legend rows.
+import type { QueryResult } from '../../api/client'
+import type { ChartOption, LineSeries } from '../../components/EChart'
+import { formatAxis, formatRate, formatTick } from '../../lib/format'
+import { colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
+import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LiveMessage, type TimeseriesData, type TimeseriesOptions } from './model'
+
+export function fromQuery(q: QueryResult): TimeseriesData {
+  return {
+    step: q.step,
+    timestamps: [...q.timestamps],
+    total: [...q.total],
+    keys: q.series.map((s) => s.key),
+    values: q.series.map((s) => [...s.values]),
+    other: q.other ? [...q.other] : null,
+  }
+}
+
+/** Add one pushed second: a second pushed again replaces the earlier push; older than `keepFrom` drops. */
+export function addLive(list: LiveMessage[], msg: LiveMessage, keepFrom: number): LiveMessage[] {
+  const out = list.filter((m) => m.ts !== msg.ts && m.ts >= keepFrom)
+  if (msg.ts >= keepFrom) out.push(msg)
+  out.sort((a, b) => a.ts - b.ts)
+  return out
+}
+
+function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0
+}
+
+/**
+ * Merge live seconds into the queried history. Seconds fall into the step bucket
+ * `ts - ts % step`; a bucket at or after the last queried one takes the mean of its
+ * live seconds (the queried last bucket may be partial). At one second per point a
+ * late second inside the history replaces its point too. Points older than
+ * `rangeSeconds` before the newest are dropped, so the chart keeps its width.
+ */
+export function mergeLive(base: TimeseriesData, live: LiveMessage[], rangeSeconds: number): TimeseriesData {
+  const step = Math.max(1, base.step)
+  const lastBase = base.timestamps.length ? base.timestamps[base.timestamps.length - 1]! : -Infinity
+  const buckets = new Map<number, LiveMessage[]>()
+  for (const m of live) {
+    const b = m.ts - (((m.ts % step) + step) % step)
+    if (b < lastBase && step > 1) continue
+    const list = buckets.get(b) ?? []
+    list.push(m)
+    buckets.set(b, list)
+  }
+  if (buckets.size === 0) return trim(base, rangeSeconds)
+  const out: TimeseriesData = {
+    step,
+    timestamps: [...base.timestamps],
+    total: [...base.total],
+    keys: base.keys,
+    values: base.values.map((v) => [...v]),
+    other: base.other ? [...base.other] : null,
+  }
+  for (const b of [...buckets.keys()].sort((x, y) => x - y)) {
+    const msgs = buckets.get(b)!
+    let i = out.timestamps.lastIndexOf(b)
+    if (i < 0 && b < lastBase) continue // before the history: nothing to replace
+    if (i < 0) {
+      // Fill skipped buckets with zeros so the time axis stays regular.
+      const prev = out.timestamps.length ? out.timestamps[out.timestamps.length - 1]! : b - step
+      for (let t = prev + step; t < b; t += step) pushPoint(out, t)
+      pushPoint(out, b)
+      i = out.timestamps.length - 1
+    }
+    out.total[i] = mean(msgs.map((m) => m.total))
+    out.keys.forEach((k, j) => {
+      out.values[j]![i] = mean(msgs.map((m) => m.values[k] ?? 0))
+    })
+    if (out.other) {
+      const keysSum = (m: LiveMessage) => out.keys.reduce((s, k) => s + (m.values[k] ?? 0), 0)
+      out.other[i] = mean(msgs.map((m) => m.other ?? Math.max(0, m.total - keysSum(m))))
+    }
+  }
+  return trim(out, rangeSeconds)
+}
+
+function pushPoint(d: TimeseriesData, t: number) {
+  d.timestamps.push(t)
+  d.total.push(0)
+  d.values.forEach((v) => v.push(0))
+  d.other?.push(0)
+}
+
+function trim(d: TimeseriesData, rangeSeconds: number): TimeseriesData {
+  const n = d.timestamps.length
+  if (!n) return d
+  const from = d.timestamps[n - 1]! - rangeSeconds + d.step
+  const cut = d.timestamps.findIndex((t) => t >= from)
+  if (cut <= 0) return d
+  return {
+    ...d,
+    timestamps: d.timestamps.slice(cut),
+    total: d.total.slice(cut),
+    values: d.values.map((v) => v.slice(cut)),
+    other: d.other ? d.other.slice(cut) : null,
+  }
+}
+
+/**
+ * The seconds to read again once pushes arrive: the history's last `lookback`
+ * seconds (they may not all have been stored when it was read) and any second
+ * between the history and the first push (stored before the subscription began,
+ * so never pushed). Null when nothing is missing or at coarser steps.
+ */
+export function missingSpan(base: TimeseriesData, live: LiveMessage[], lookback = 5): { from: number; to: number } | null {
+  const last = base.timestamps[base.timestamps.length - 1]
+  if (last === undefined || base.step > 1 || !live.length) return null
+  const seen = new Set(live.map((m) => m.ts))
+  const first = Math.min(...live.map((m) => m.ts))
+  let from: number | null = null
+  let to: number | null = null
+  for (let t = last - lookback + 1; t < first; t++) {
+    if (seen.has(t)) continue
+    from ??= t
+    to = t
+  }
+  return from === null || to === null ? null : { from, to }
+}
+
+/** Seconds of a query result as if they had been pushed, for the subscribed keys. */
+export function liveFromQuery(q: QueryResult, keys: string[], id: string): LiveMessage[] {
+  const byKey = new Map(q.series.map((s) => [s.key, s.values]))
+  return q.timestamps.map((ts, t) => {
+    const values: Record<string, number> = {}
+    let sum = 0
+    for (const k of keys) {
+      const v = byKey.get(k)?.[t] ?? 0
+      values[k] = v
+      sum += v
+    }
+    const total = q.total[t] ?? 0
+    return { id, ts, total, values, other: q.other ? Math.max(0, total - sum) : null }
+  })
+}
+
+/** Add seconds read again, without overriding a push that arrived meanwhile. */
+export function addMissing(list: LiveMessage[], msgs: LiveMessage[]): LiveMessage[] {
+  const seen = new Set(list.map((m) => m.ts))
+  return [...list, ...msgs.filter((m) => !seen.has(m.ts))].sort((a, b) => a.ts - b.ts)
+}
+
+/** The oldest live second still worth keeping for `mergeLive`. */
+export function liveKeepFrom(base: TimeseriesData, rangeSeconds: number): number {
+  const last = base.timestamps[base.timestamps.length - 1] ?? 0
+  return base.step > 1 ? last - base.step : last - rangeSeconds
+}
+
+export function isEmpty(d: TimeseriesData): boolean {
+  return d.total.every((v) => !v)
+}
+
+/** Legend rows: elements by mean over the range (largest first), "other" last. */
+export function legendRows(d: TimeseriesData): LegendRow[] {
+  const totalMean = mean(d.total)
+  const last = (xs: number[]) => (xs.length ? xs[xs.length - 1]! : 0)
+  const row = (key: string, label: string, color: string, xs: number[], drillable: boolean): LegendRow => {
+    const m = mean(xs)
+    return { key, label, color, last: last(xs), mean: m, share: totalMean ? m / totalMean : 0, drillable }
+  }
+  if (!d.keys.length) return [row(TOTAL_KEY, 'total', TOTAL_COLOR, d.total, false)]
+  const rows = d.keys.map((k, i) => row(k, elementLabel(k), colorOf(i), d.values[i] ?? [], true))
+  rows.sort((a, b) => b.mean - a.mean || a.label.localeCompare(b.label))
+  if (d.other && d.other.some((v) => v > 0)) rows.push(row(OTHER_KEY, 'other', OTHER_COLOR, d.other, false))
+  return rows
+}
+
+/** The stacked series of a chart: each element, then "other"; their sum is the total. */
+export function stackedSeries(d: TimeseriesData): { key: string; name: string; color: string; values: number[] }[] {
+  if (!d.keys.length) return [{ key: TOTAL_KEY, name: 'total', color: TOTAL_COLOR, values: d.total }]
+  const out = d.keys.map((k, i) => ({ key: k, name: elementLabel(k), color: colorOf(i), values: d.values[i] ?? [] }))
+  if (d.other) out.push({ key: OTHER_KEY, name: 'other', color: OTHER_COLOR, values: d.other })
+  return out
+}
+
+export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOption {
+  const area = opts.display === 'area'
+  const series: LineSeries[] = stackedSeries(d).map((s) => ({
+    type: 'line',
+    id: s.key,
+    name: s.name,
+    data: s.values.map((v, t) => [d.timestamps[t]! * 1000, v]),
+    stack: area ? 'total' : undefined,
+    areaStyle: area ? { opacity: s.key === OTHER_KEY ? 0.55 : 0.75 } : undefined,
+    lineStyle: { width: area ? 0.8 : 1.6 },
+    color: s.color,
+    showSymbol: false,
+    symbol: 'none',
+    sampling: 'lttb',
+    triggerLineEvent: true,
+    emphasis: { focus: 'series' },
+  }))
+  const first = d.timestamps[0]
+  const last = d.timestamps[d.timestamps.length - 1]
+  const span = first !== undefined && last !== undefined ? last - first : 0
+  return {
+    animation: false,
+    grid: { left: 56, right: 16, top: 14, bottom: 28 },
+    tooltip: {
+      trigger: 'axis',
+      confine: true,
+      order: 'seriesDesc',
+      valueFormatter: (v) => formatRate(typeof v === 'number' ? v : Number(v), opts.unit),
+    },
+    xAxis: {
+      type: 'time',
+      min: first !== undefined ? first * 1000 : undefined,
+      max: last !== undefined ? last * 1000 : undefined,
+      axisLabel: { color: '#5b6472', hideOverlap: true, formatter: (v: number) => formatTick(v / 1000, span) },
+      axisLine: { lineStyle: { color: '#c5cad3' } },
+      splitLine: { show: false },
+    },
+    yAxis: {
+      type: 'value',
+      min: 0,
+      axisLabel: { color: '#5b6472', formatter: (v: number) => formatAxis(v, opts.unit) },
+      splitLine: { lineStyle: { color: '#eceef2' } },
+    },
+    series,
+  }
+}

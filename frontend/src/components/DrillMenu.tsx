@@ -1,0 +1,44 @@
+// The drill-down menu of a breakdown element: pick the next dimension for a new chart.
+import type { DrillChoice } from '../lib/drill'
+import { Popover } from './Popover'
+
+export interface DrillTarget {
+  /** The element's dimension, or null for the whole statistic. */
+  dim: string | null
+  key: string
+  label: string
+  at: { x: number; y: number }
+  /** Filters the new chart keeps besides the element (a heat-map band). */
+  extraWhere?: Record<string, string[]>
+}
+
+interface Props {
+  target: DrillTarget
+  choices: DrillChoice[]
+  onChoose: (choice: DrillChoice) => void
+  onClose: () => void
+}
+
+export function DrillMenu({ target, choices, onChoose, onClose }: Props) {
+  return (
+    <Popover at={target.at} onClose={onClose} label={`Drill down into ${target.label}`} testId="drill-menu" className="menu">
+      <div className="menu-title">
+        {target.dim ? (
+          <>
+            {target.dim} <b>{target.label}</b>
+          </>
+        ) : (
+          <b>{target.label}</b>
+        )}
+        <div className="menu-sub">{target.dim ? 'Open a new chart for it, broken down' : 'Break down'}</div>
+      </div>
+      {choices.length === 0 && <div className="menu-empty">No dimension left to break down by.</div>}
+      {choices.map((c) => (
+        <button key={c.dim} className="menu-item" data-testid={`drill-${c.dim}`} onClick={() => onChoose(c)}>
+          <span>{c.label}</span>
+          {c.heatmap && <span className="menu-hint">heat map</span>}
+        </button>
+      ))}
+    </Popover>
+  )
+}

@@ -1,0 +1,109 @@
+// The only module that touches ECharts: init, dispose, resize, setOption and events.
+// Charts describe what to draw with a ChartOption built by a pure transform.
+import { useEffect, useRef, type CSSProperties } from 'react'
+import * as echarts from 'echarts/core'
+import { HeatmapChart, LineChart, type HeatmapSeriesOption, type LineSeriesOption } from 'echarts/charts'
+import {
+  GridComponent,
+  MarkAreaComponent,
+  MarkLineComponent,
+  TooltipComponent,
+  VisualMapComponent,
+  type GridComponentOption,
+  type MarkAreaComponentOption,
+  type TooltipComponentOption,
+  type VisualMapComponentOption,
+} from 'echarts/components'
+import { CanvasRenderer } from 'echarts/renderers'
+
+echarts.use([LineChart, HeatmapChart, GridComponent, TooltipComponent, VisualMapComponent, MarkAreaComponent, MarkLineComponent, CanvasRenderer])
+
+export type ChartOption = echarts.ComposeOption<
+  LineSeriesOption | HeatmapSeriesOption | GridComponentOption | TooltipComponentOption | VisualMapComponentOption | MarkAreaComponentOption
+>
+export type LineSeries = LineSeriesOption
+export type HeatmapSeries = HeatmapSeriesOption
+
+/** What a chart event tells its handler, without ECharts' own types. */
+export interface ChartEvent {
+  seriesId: string | undefined
+  seriesName: string | undefined
+  seriesIndex: number | undefined
+  dataIndex: number | undefined
+  value: unknown
+  clientX: number
+  clientY: number
+  shiftKey: boolean
+}
+
+export type ChartEventName = 'click' | 'mousedown' | 'mouseup' | 'mouseover'
+
+interface Props {
+  option: ChartOption
+  onEvents?: Partial<Record<ChartEventName, (e: ChartEvent) => void>>
+  style?: CSSProperties
+  className?: string
+  testId?: string
+  ariaLabel?: string
+}
+
+interface RawParams {
+  seriesId?: string
+  seriesName?: string
+  seriesIndex?: number
+  dataIndex?: number
+  value?: unknown
+  event?: { event?: MouseEvent }
+}
+
+function toChartEvent(p: RawParams): ChartEvent {
+  const ev = p.event?.event
+  return {
+    seriesId: p.seriesId,
+    seriesName: p.seriesName,
+    seriesIndex: p.seriesIndex,
+    dataIndex: p.dataIndex,
+    value: p.value,
+    clientX: ev?.clientX ?? 0,
+    clientY: ev?.clientY ?? 0,
+    shiftKey: ev?.shiftKey ?? false,
+  }
+}
+
+const EVENT_NAMES: ChartEventName[] = ['click', 'mousedown', 'mouseup', 'mouseover']
+
+export function EChart({ option, onEvents, style, className, testId, ariaLabel }: Props) {
+  const el = useRef<HTMLDivElement>(null)
+  const chart = useRef<echarts.ECharts | null>(null)
+  const shown = useRef<ChartOption | null>(null)
+  const handlers = useRef(onEvents)
+  handlers.current = onEvents
+
+  useEffect(() => {
+    const div = el.current
+    if (!div) return
+    const c = echarts.init(div, undefined, { renderer: 'canvas' })
+    chart.current = c
+    for (const name of EVENT_NAMES) {
+      c.on(name, (p) => handlers.current?.[name]?.(toChartEvent(p as RawParams)))
+    }
+    const ro = new ResizeObserver(() => c.resize())
+    ro.observe(div)
+    return () => {
+      ro.disconnect()
+      c.dispose()
+      chart.current = null
+      shown.current = null
+    }
+  }, [])
+
+  useEffect(() => {
+    const c = chart.current
+    if (!c || shown.current === option) return
+    // Synchronous: with lazyUpdate a mouse move between setOption and the render hits a series without data.
+    c.setOption(option, { notMerge: true })
+    shown.current = option
+  }, [option])
+
+  return <div ref={el} className={className} style={style} data-testid={testId} role="img" aria-label={ariaLabel} />
+}

@@ -1,0 +1,36 @@
+import type { SourcePublic } from '../api/client'
+import { formatDateTime } from '../lib/format'
+
+export function SourceTable({ sources }: { sources: SourcePublic[] }) {
+  if (!sources.length) return <div className="muted">No agent has reported yet.</div>
+  return (
+    <table className="table sources" data-testid="sources-table">
+      <thead>
+        <tr>
+          <th>Source</th>
+          <th>Host</th>
+          <th>Families</th>
+          <th>State</th>
+          <th>Reason</th>
+        </tr>
+      </thead>
+      <tbody>
+        {sources.map((s) => (
+          <tr key={`${s.agent}/${s.name}`} title={`agent ${s.agent}, last seen ${formatDateTime(s.last_seen)}`}>
+            <td>
+              {s.name} {s.demo && <span className="badge badge-demo">demo data</span>}
+            </td>
+            <td>{s.host ?? '–'}</td>
+            <td className="mono">{s.families.join(', ')}</td>
+            <td>
+              <span className={`state state-${s.state === 'active' ? 'ok' : 'bad'}`}>
+                {s.state === 'active' ? '✓' : '✗'} {s.state}
+              </span>
+            </td>
+            <td className="muted">{s.reason || '–'}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}

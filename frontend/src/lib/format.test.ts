@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest'
+import { formatAmount, formatAxis, formatClock, formatRate, formatShare, formatTick, sig3 } from './format'
+
+describe('sig3', () => {
+  it('keeps three significant digits and groups thousands', () => {
+    expect(sig3(0)).toBe('0')
+    expect(sig3(1.048576)).toBe('1.05')
+    expect(sig3(12.345)).toBe('12.3')
+    expect(sig3(333.3)).toBe('333')
+    expect(sig3(2006.4)).toBe('2,006')
+    expect(sig3(0.01234)).toBe('0.012')
+  })
+})
+
+describe('formatAmount', () => {
+  it('formats nanoseconds as the bucket labels read', () => {
+    expect(formatAmount(2 ** 20, 'ns')).toBe('1.05 ms')
+    expect(formatAmount(2 ** 10, 'ns')).toBe('1.02 µs')
+    expect(formatAmount(512, 'ns')).toBe('512 ns')
+    expect(formatAmount(2 ** 34, 'ns')).toBe('17.2 s')
+  })
+  it('formats bytes in binary units', () => {
+    expect(formatAmount(8192, 'bytes')).toBe('8 KiB')
+    expect(formatAmount(2 ** 24, 'bytes')).toBe('16 MiB')
+    expect(formatAmount(100, 'bytes')).toBe('100 B')
+  })
+})
+
+describe('formatRate', () => {
+  it('formats each metric unit', () => {
+    expect(formatRate(2006.2, 'ops/s')).toBe('2,006 ops/s')
+    expect(formatRate(12_500_000, 'bytes/s')).toBe('12.5 MB/s')
+    expect(formatRate(37.25, 'percent')).toBe('37.3 %')
+    expect(formatRate(2_500_000, 'ops/s')).toBe('2.5M ops/s')
+    expect(formatRate(null, 'ops/s')).toBe('–')
+    expect(formatRate(Number.NaN, 'ops/s')).toBe('–')
+  })
+  it('formats axis ticks compactly', () => {
+    expect(formatAxis(15000, 'ops/s')).toBe('15K')
+    expect(formatAxis(2e9, 'bytes/s')).toBe('2 GB')
+    expect(formatAxis(50, 'percent')).toBe('50%')
+  })
+})
+
+describe('formatShare', () => {
+  it('shows percent with one decimal and a floor', () => {
+    expect(formatShare(0.25)).toBe('25.0 %')
+    expect(formatShare(0.0004)).toBe('<0.1 %')
+    expect(formatShare(0)).toBe('0.0 %')
+  })
+})
+
+describe('time ticks', () => {
+  it('show seconds, minutes, or the date as the range grows', () => {
+    const t = new Date(2025, 10, 22, 14, 3, 7).getTime() / 1000
+    expect(formatClock(t)).toBe('14:03:07')
+    expect(formatTick(t, 600)).toBe('14:03:07')
+    expect(formatTick(t, 86400)).toBe('14:03')
+    expect(formatTick(t, 604800)).toBe('11-22 14:03')
+  })
+})

@@ -1,0 +1,51 @@
+// The status page: headline tiles with sparklines, and the sources.
+import { useMemo } from 'react'
+import { useSources, useStatus } from '../api/hooks'
+import { tileView } from '../charts/sparkline/transform'
+import { SparklineTile } from '../charts/sparkline/View'
+import { SourceTable } from '../components/SourceTable'
+import { familyIsDemo, familySummary } from '../lib/empty'
+import { formatBytes } from '../lib/format'
+import { lastWorksheet, openWorksheet } from '../state/useWorksheet'
+import { makeStatistic } from '../state/url'
+
+export function StatusPage() {
+  const status = useStatus()
+  const sources = useSources()
+  const tiles = useMemo(() => status.data?.tiles.map((t) => ({ tile: t, view: tileView(t) })) ?? [], [status.data])
+  return (
+    <main className="page">
+      <div className="toolbar">
+        <h1 className="ws-name">Status</h1>
+        {status.data && (
+          <div className="muted small">
+            hosts: {status.data.hosts.join(', ') || 'none yet'} · store {formatBytes(status.data.store_bytes)}
+          </div>
+        )}
+      </div>
+      {status.error && <div className="error">Cannot read status: {status.error.message}</div>}
+      <section className="tiles" data-testid="status-tiles" aria-label="Activity">
+        {tiles.map(({ tile, view }) => (
+          <SparklineTile
+            key={tile.id}
+            tile={view}
+            demo={familyIsDemo(sources.data, tile.metric.split('.')[0] ?? '')}
+            onOpen={() => {
+              const ws = lastWorksheet()
+              const stat = makeStatistic(tile.metric, tile.by ?? null, tile.where ?? {})
+              openWorksheet({ ...ws, statistics: [...ws.statistics, stat] })
+            }}
+          />
+        ))}
+      </section>
+      <section className="panel" aria-label="Sources">
+        <div className="panel-head">
+          <h2>Sources</h2>
+          {sources.data && <span className="mono small">{familySummary(sources.data)}</span>}
+        </div>
+        {sources.error && <div className="error">{sources.error.message}</div>}
+        {sources.data && <SourceTable sources={sources.data.sources} />}
+      </section>
+    </main>
+  )
+}

@@ -1,0 +1,161 @@
+// The worksheet: a toolbar and one card per statistic, all of it in the URL.
+import { useEffect, useState } from 'react'
+import { useMetrics } from '../api/hooks'
+import { MenuButton } from '../components/MenuButton'
+import { AddStatistic } from '../worksheet/AddStatistic'
+import { HeatmapCard } from '../worksheet/HeatmapCard'
+import { OpenWorksheet, SaveWorksheet } from '../worksheet/SaveOpen'
+import { TimeseriesCard } from '../worksheet/TimeseriesCard'
+import { useWorksheet } from '../state/useWorksheet'
+import { pauseTime, RANGES, statisticKeys, type Statistic } from '../state/url'
+import { formatDateTime } from '../lib/format'
+
+type Panel = 'add' | 'save' | 'open' | null
+
+export function WorksheetPage() {
+  const { ws, warnings, update } = useWorksheet()
+  const metrics = useMetrics()
+  const [panel, setPanel] = useState<Panel>(null)
+  const toggle = (p: Panel) => setPanel(panel === p ? null : p)
+  const close = () => setPanel(null)
+  // Warnings stay until dismissed, even after the URL is rewritten without the bad parts.
+  const [shownWarnings, setShownWarnings] = useState<string[]>(warnings)
+  useEffect(() => {
+    if (warnings.length) setShownWarnings(warnings)
+  }, [warnings])
+  const [focus, setFocus] = useState<number | null>(null)
+  const keys = statisticKeys(ws.statistics)
+  const metricOf = (name: string) => metrics.data?.metrics.find((m) => m.name === name)
+
+  // A paused link without its time pauses at the moment it is opened.
+  useEffect(() => {
+    if (ws.paused && ws.at === null) update((w) => ({ ...w, at: pauseTime(Date.now()) }), { replace: true })
+  }, [ws.paused, ws.at, update])
+
+  useEffect(() => {
+    if (focus === null) return
+    document.querySelectorAll('[data-testid="chart-card"]')[focus]?.scrollIntoView({ behavior: 'smooth', block: 'nearest' })
+    setFocus(null)
+  }, [focus, keys.length])
+
+  const insertAfter = (i: number, s: Statistic) => {
+    update((w) => ({ ...w, statistics: [...w.statistics.slice(0, i + 1), s, ...w.statistics.slice(i + 1)] }))
+    setFocus(i + 1)
+  }
+  const replaceAt = (i: number, s: Statistic) =>
+    update((w) => ({ ...w, statistics: w.statistics.map((x, j) => (j === i ? s : x)) }), { replace: true })
+  const removeAt = (i: number) => update((w) => ({ ...w, statistics: w.statistics.filter((_, j) => j !== i) }))
+  const warningText = shownWarnings.join(' · ')
+
+  return (
+    <main className="page">
+      <div className="toolbar" data-testid="toolbar">
+        <div className="toolbar-group">
+          <h1 className="ws-name" data-testid="worksheet-name">
+            {ws.name ?? 'Untitled worksheet'}
+          </h1>
+          <MenuButton
+            label="+ Add statistic"
+            primary
+            open={panel === 'add' && !!metrics.data}
+            onToggle={() => toggle('add')}
+            testId="add-statistic-button"
+            disabled={!metrics.data}
+          >
+            <AddStatistic
+              metrics={metrics.data?.metrics ?? []}
+              onClose={close}
+              onAdd={(s) => {
+                close()
+                insertAfter(ws.statistics.length - 1, s)
+              }}
+            />
+          </MenuButton>
+        </div>
+        <div className="toolbar-group">
+          <button
+            className={`button ${ws.paused ? 'button-warn' : ''}`}
+            data-testid="pause-button"
+            aria-pressed={ws.paused}
+            onClick={() => update((w) => ({ ...w, paused: !w.paused, at: w.paused ? null : pauseTime(Date.now()) }))}
+            title={ws.paused ? 'Resume live updates' : 'Pause: stop live updates and keep this range'}
+          >
+            {ws.paused ? '▶ Resume' : '❚❚ Pause'}
+          </button>
+          <div className="segmented" role="group" aria-label="Time range">
+            {RANGES.map((r) => (
+              <button
+                key={r.id}
+                className={ws.range === r.id ? 'active' : ''}
+                aria-pressed={ws.range === r.id}
+                data-testid={`range-${r.id}`}
+                onClick={() => update((w) => ({ ...w, range: r.id }))}
+              >
+                {r.label}
+              </button>
+            ))}
+          </div>
+          {ws.paused && ws.at !== null && <span className="muted small">until {formatDateTime(ws.at)}</span>}
+        </div>
+        <div className="toolbar-group">
+          <MenuButton label="Save" open={panel === 'save'} onToggle={() => toggle('save')} testId="save-button">
+            <SaveWorksheet
+              ws={ws}
+              onClose={close}
+              onSaved={(saved) => {
+                close()
+                update((w) => ({ ...w, id: saved.id, name: saved.name }), { replace: true })
+              }}
+            />
+          </MenuButton>
+          <MenuButton label="Open" open={panel === 'open'} onToggle={() => toggle('open')} testId="open-button">
+            <OpenWorksheet
+              onClose={close}
+              onOpen={(opened) => {
+                close()
+                update(() => opened)
+              }}
+            />
+          </MenuButton>
+        </div>
+      </div>
+
+      {warningText && (
+        <div className="notice" role="status" data-testid="url-warnings">
+          <span>Parts of this link could not be read: {warningText}</span>
+          <button className="icon-button" aria-label="Dismiss" onClick={() => setShownWarnings([])}>
+            ✕
+          </button>
+        </div>
+      )}
+      {metrics.error && <div className="error">Cannot read the metric catalog: {metrics.error.message}</div>}
+
+      {ws.statistics.length === 0 && (
+        <div className="empty big" data-testid="worksheet-empty">
+          <div className="empty-title">This worksheet has no statistics yet.</div>
+          <div className="empty-detail">
+            Use <b>+ Add statistic</b> to chart a metric, e.g. NFS operations per second broken down by client, or open the{' '}
+            <a href="/status">status page</a> and click a tile.
+          </div>
+        </div>
+      )}
+
+      <div className="cards">
+        {ws.statistics.map((s, i) => {
+          const props = {
+            stat: s,
+            view: ws,
+            metric: metricOf(s.metric),
+            onOpen: (next: Statistic) => insertAfter(i, next),
+            onRemove: () => removeAt(i),
+          }
+          return s.display === 'heatmap' ? (
+            <HeatmapCard key={keys[i]} {...props} />
+          ) : (
+            <TimeseriesCard key={keys[i]} {...props} onChange={(next) => replaceAt(i, next)} />
+          )
+        })}
+      </div>
+    </main>
+  )
+}

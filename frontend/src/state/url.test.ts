@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest'
+import {
+  apiRange,
+  decodeStatistic,
+  decodeWorksheet,
+  encodeStatistic,
+  encodeWorksheet,
+  EMPTY_WORKSHEET,
+  fromSaved,
+  makeStatistic,
+  pauseTime,
+  statisticKeys,
+  toWorksheetBody,
+  type WorksheetState,
+} from './url'
+
+const sheet: WorksheetState = {
+  statistics: [
+    makeStatistic('nfs.ops', 'client'),
+    makeStatistic('nfs.ops', 'file', { client: ['10.0.0.7'] }, 'line', 5),
+    makeStatistic('nfs.ops', 'latency', { client: ['10.0.0.7'], op: ['read', 'write'] }, 'heatmap'),
+    makeStatistic('nfs.ops', 'client', { file: ['/export/a;b,c=d e%.txt'], latency: ['20:22'] }),
+  ],
+  range: '1h',
+  paused: true,
+  at: 1763797185,
+  id: 'ab12',
+  name: 'Morning run & checks',
+}
+
+describe('worksheet URL', () => {
+  it('round-trips a whole worksheet', () => {
+    const search = encodeWorksheet(sheet)
+    const { state, warnings } = decodeWorksheet(search)
+    expect(warnings).toEqual([])
+    expect(state).toEqual(sheet)
+  })
+
+  it('is readable for plain statistics', () => {
+    expect(encodeStatistic(makeStatistic('nfs.ops', 'client'))).toBe('nfs.ops;by:client')
+    expect(encodeStatistic(makeStatistic('nfs.ops', 'file', { client: ['10.0.0.7'] }))).toBe(
+      'nfs.ops;by:file;w:client=10.0.0.7',
+    )
+    expect(encodeWorksheet({ ...EMPTY_WORKSHEET, statistics: [makeStatistic('disk.ops')] })).toBe('?s=disk.ops')
+  })
+
+  it('escapes separators inside file names', () => {
+    const s = makeStatistic('nfs.ops', null, { file: ['/a;b,c=d'] })
+    const text = encodeStatistic(s)
+    expect(text).toBe('nfs.ops;w:file=%2Fa%3Bb%2Cc%3Dd')
+    expect(decodeStatistic(text).stat).toEqual(s)
+  })
+
+  it('keeps the statistic order and duplicates apart', () => {
+    const stats = [makeStatistic('nfs.ops'), makeStatistic('disk.ops'), makeStatistic('nfs.ops')]
+    const { state } = decodeWorksheet(encodeWorksheet({ ...EMPTY_WORKSHEET, statistics: stats }))
+    expect(state.statistics.map((s) => s.metric)).toEqual(['nfs.ops', 'disk.ops', 'nfs.ops'])
+    expect(statisticKeys(state.statistics)).toEqual(['nfs.ops', 'disk.ops', 'nfs.ops#2'])
+  })
+
+  it('tolerates bad input with clear fallbacks', () => {
+    const { state, warnings } = decodeWorksheet(
+      '?range=3y&s=&s=nfs.ops;top:zero;d:pie;zz:1;w:client&s=disk.ops;w:disk=%E0%A4%A&paused=1&at=yesterday&junk',
+    )
+    expect(state.range).toBe('10m')
+    expect(state.paused).toBe(true)
+    expect(state.at).toBeNull()
+    expect(state.statistics).toEqual([makeStatistic('nfs.ops'), makeStatistic('disk.ops')])
+    expect(warnings).toEqual([
+      'range "3y" is not one of 1m, 10m, 1h, 1d, 1w; showing 10m',
+      'statistic "" has no metric; it was left out',
+      'top "zero" of nfs.ops is not a whole number 1..100; using 10',
+      'display "pie" of nfs.ops is unknown; using area',
+      'field "zz:1" of nfs.ops is unknown; it was ignored',
+      'filter "client" of nfs.ops cannot be read; it was left out',
+      'filter "disk=%E0%A4%A" of disk.ops cannot be read; it was left out',
+      'pause time "yesterday" is not unix seconds; pausing at now',
+    ])
+  })
+
+  it('reads a link whose separators were escaped as a whole', () => {
+    const { state } = decodeWorksheet('?s=nfs.ops%3Bby%3Aclient')
+    expect(state.statistics).toEqual([makeStatistic('nfs.ops', 'client')])
+  })
+
+  it('gives a heat map without a dimension the latency one', () => {
+    const { stat, warnings } = decodeStatistic('nfs.ops;d:heatmap')
+    expect(stat?.by).toBe('latency')
+    expect(warnings).toHaveLength(1)
+  })
+
+  it('drops the pause time of a live worksheet', () => {
+    expect(decodeWorksheet('?at=1763797185').state.at).toBeNull()
+  })
+
+  it('decodes an empty query to the empty worksheet', () => {
+    expect(decodeWorksheet('')).toEqual({ state: EMPTY_WORKSHEET, warnings: [] })
+    expect(encodeWorksheet(EMPTY_WORKSHEET)).toBe('')
+  })
+})
+
+describe('API range', () => {
+  it('pauses at the newest complete second', () => {
+    expect(pauseTime(1_000_500)).toBe(998)
+  })
+
+  it('is relative while live and fixed while paused', () => {
+    expect(apiRange({ range: '1h', paused: false, at: null })).toEqual({ start: '-1h', end: '-2s' })
+    expect(apiRange({ range: '1m', paused: true, at: 1000 })).toEqual({ start: '940', end: '1000' })
+  })
+})
+
+describe('saved worksheets', () => {
+  it('convert to and from the API body', () => {
+    const body = toWorksheetBody(sheet, 'x')
+    expect(body.range).toEqual({ start: '-1h', end: 'now' })
+    const { state, warnings } = fromSaved({ id: 'ab12', ...body })
+    expect(warnings).toEqual([])
+    expect(state.statistics).toEqual(sheet.statistics)
+    expect(state.range).toBe('1h')
+    expect(state.paused).toBe(false)
+  })
+  it('fall back to 10 minutes for a range that is not a preset', () => {
+    const { state, warnings } = fromSaved({ id: 'x', name: 'x', range: { start: '2025-01-01', end: 'now' } })
+    expect(state.range).toBe('10m')
+    expect(warnings[0]).toMatch(/not a preset/)
+  })
+})

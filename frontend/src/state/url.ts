@@ -1,0 +1,253 @@
+// The whole worksheet lives in the URL so that a link shows the same charts.
+//
+//   ?range=10m&paused=1&at=1763797185&ws=3f2a&name=Morning
+//    &s=nfs.ops;by:client;top:10
+//    &s=nfs.ops;by:file;w:client=10.0.0.7
+//    &s=nfs.ops;by:latency;d:heatmap;w:client=10.0.0.7;w:op=read,write
+//
+// One `s` per statistic: the metric, then `;`-separated fields `by:`, `top:`,
+// `d:` (display) and `w:dim=v1,v2` (filters). Every name and value is
+// percent-encoded on its own, so file names with `;`, `,` or `=` survive.
+// Decoding never throws: what cannot be read falls back to a default and is
+// reported in `warnings`.
+import type { WorksheetStatistic } from '../api/client'
+
+export const RANGES = [
+  { id: '1m', label: '1 min', seconds: 60 },
+  { id: '10m', label: '10 min', seconds: 600 },
+  { id: '1h', label: '1 hour', seconds: 3600 },
+  { id: '1d', label: '1 day', seconds: 86400 },
+  { id: '1w', label: '1 week', seconds: 604800 },
+] as const
+
+export type RangeId = (typeof RANGES)[number]['id']
+export type Display = 'area' | 'line' | 'heatmap'
+export const DISPLAYS: readonly Display[] = ['area', 'line', 'heatmap']
+export const DEFAULT_RANGE: RangeId = '10m'
+export const DEFAULT_TOP = 10
+export const MAX_STATISTICS = 50
+
+export type Statistic = WorksheetStatistic & { display: Display }
+
+export interface WorksheetState {
+  statistics: Statistic[]
+  range: RangeId
+  /** Paused worksheets stop live updates; `at` is the end of the frozen range (unix seconds). */
+  paused: boolean
+  at: number | null
+  /** The saved worksheet this view came from, if any. */
+  id: string | null
+  name: string | null
+}
+
+export const EMPTY_WORKSHEET: WorksheetState = {
+  statistics: [],
+  range: DEFAULT_RANGE,
+  paused: false,
+  at: null,
+  id: null,
+  name: null,
+}
+
+export function rangeSeconds(range: RangeId): number {
+  return RANGES.find((r) => r.id === range)?.seconds ?? 600
+}
+
+export function isRangeId(v: string): v is RangeId {
+  return RANGES.some((r) => r.id === v)
+}
+
+/**
+ * Where a live chart's history ends: the newest seconds are still being stored
+ * (the agent sends each second just after it closes), so history stops 2 s back
+ * and the live push fills in the rest instead of a dip to zero.
+ */
+export const LIVE_END = '-2s'
+
+/** The end of the range a worksheet paused at `nowMs` keeps (the newest complete second). */
+export function pauseTime(nowMs: number): number {
+  return Math.floor(nowMs / 1000) - 2
+}
+
+/** The API range of a worksheet: start=-10m&end=-2s while live, or fixed unix seconds when paused. */
+export function apiRange(ws: Pick<WorksheetState, 'range' | 'paused' | 'at'>): { start: string; end: string } {
+  if (ws.paused && ws.at !== null) {
+    return { start: String(ws.at - rangeSeconds(ws.range)), end: String(ws.at) }
+  }
+  return { start: `-${ws.range}`, end: LIVE_END }
+}
+
+const enc = encodeURIComponent
+
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '))
+  } catch {
+    return null
+  }
+}
+
+export function makeStatistic(
+  metric: string,
+  by: string | null = null,
+  where: Record<string, string[]> = {},
+  display: Display = 'area',
+  top = DEFAULT_TOP,
+): Statistic {
+  return { metric, by, where, display, top }
+}
+
+export function encodeStatistic(s: Statistic): string {
+  const parts = [enc(s.metric)]
+  if (s.by) parts.push(`by:${enc(s.by)}`)
+  if (s.top !== DEFAULT_TOP) parts.push(`top:${s.top}`)
+  if (s.display !== 'area') parts.push(`d:${s.display}`)
+  for (const [dim, values] of Object.entries(s.where ?? {})) {
+    parts.push(`w:${enc(dim)}=${values.map(enc).join(',')}`)
+  }
+  return parts.join(';')
+}
+
+export function decodeStatistic(text: string): { stat: Statistic | null; warnings: string[] } {
+  const warnings: string[] = []
+  const [head = '', ...fields] = text.split(';')
+  const metric = safeDecode(head)?.trim()
+  if (!metric) return { stat: null, warnings: [`statistic "${text}" has no metric; it was left out`] }
+  const stat = makeStatistic(metric)
+  const where: Record<string, string[]> = {}
+  for (const field of fields) {
+    const colon = field.indexOf(':')
+    const name = colon < 0 ? field : field.slice(0, colon)
+    const value = colon < 0 ? '' : field.slice(colon + 1)
+    if (name === 'by') {
+      stat.by = safeDecode(value) || null
+    } else if (name === 'top') {
+      const n = Number(value)
+      if (Number.isInteger(n) && n >= 1 && n <= 100) stat.top = n
+      else warnings.push(`top "${value}" of ${metric} is not a whole number 1..100; using ${DEFAULT_TOP}`)
+    } else if (name === 'd') {
+      if ((DISPLAYS as readonly string[]).includes(value)) stat.display = value as Display
+      else warnings.push(`display "${value}" of ${metric} is unknown; using area`)
+    } else if (name === 'w') {
+      const eq = value.indexOf('=')
+      const dim = eq > 0 ? safeDecode(value.slice(0, eq)) : null
+      const vals = eq > 0 ? value.slice(eq + 1).split(',').map(safeDecode) : []
+      if (!dim || vals.some((v) => v === null)) {
+        warnings.push(`filter "${value}" of ${metric} cannot be read; it was left out`)
+        continue
+      }
+      where[dim] = [...(where[dim] ?? []), ...(vals as string[])]
+    } else if (field !== '') {
+      warnings.push(`field "${field}" of ${metric} is unknown; it was ignored`)
+    }
+  }
+  stat.where = where
+  if (stat.display === 'heatmap' && !stat.by) {
+    warnings.push(`heat map of ${metric} names no histogram dimension; showing latency`)
+    stat.by = 'latency'
+  }
+  return { stat, warnings }
+}
+
+/** The query string (with its leading "?", or "" when empty) of a worksheet. */
+export function encodeWorksheet(ws: WorksheetState): string {
+  const params: string[] = []
+  if (ws.id) params.push(`ws=${enc(ws.id)}`)
+  if (ws.name) params.push(`name=${enc(ws.name)}`)
+  if (ws.range !== DEFAULT_RANGE) params.push(`range=${ws.range}`)
+  if (ws.paused) {
+    params.push('paused=1')
+    if (ws.at !== null) params.push(`at=${ws.at}`)
+  }
+  for (const s of ws.statistics) params.push(`s=${encodeStatistic(s)}`)
+  return params.length ? `?${params.join('&')}` : ''
+}
+
+export function decodeWorksheet(search: string): { state: WorksheetState; warnings: string[] } {
+  const state: WorksheetState = { ...EMPTY_WORKSHEET, statistics: [] }
+  const warnings: string[] = []
+  const query = search.startsWith('?') ? search.slice(1) : search
+  for (const pair of query.split('&')) {
+    if (!pair) continue
+    const eq = pair.indexOf('=')
+    const key = eq < 0 ? pair : pair.slice(0, eq)
+    const raw = eq < 0 ? '' : pair.slice(eq + 1)
+    switch (key) {
+      case 's': {
+        if (state.statistics.length >= MAX_STATISTICS) {
+          warnings.push(`more than ${MAX_STATISTICS} statistics; the rest were left out`)
+          break
+        }
+        // A link whose separators were escaped as a whole (%3B) is read after one decode.
+        const text = raw.includes(';') || !/%3B/i.test(raw) ? raw : (safeDecode(raw) ?? raw)
+        const { stat, warnings: w } = decodeStatistic(text)
+        warnings.push(...w)
+        if (stat) state.statistics.push(stat)
+        break
+      }
+      case 'range':
+        if (isRangeId(raw)) state.range = raw
+        else warnings.push(`range "${safeDecode(raw) ?? raw}" is not one of ${RANGES.map((r) => r.id).join(', ')}; showing ${DEFAULT_RANGE}`)
+        break
+      case 'paused':
+        state.paused = raw === '1' || raw === 'true'
+        break
+      case 'at': {
+        const n = Number(raw)
+        if (Number.isInteger(n) && n > 0) state.at = n
+        else warnings.push(`pause time "${safeDecode(raw) ?? raw}" is not unix seconds; pausing at now`)
+        break
+      }
+      case 'ws':
+        state.id = safeDecode(raw) || null
+        break
+      case 'name':
+        state.name = safeDecode(raw) || null
+        break
+      default:
+        break // other parameters belong to someone else; keep quiet
+    }
+  }
+  if (!state.paused) state.at = null
+  return { state, warnings }
+}
+
+/** A stable identity for each statistic of a worksheet (same statistic twice gets #2). */
+export function statisticKeys(stats: Statistic[]): string[] {
+  const seen = new Map<string, number>()
+  return stats.map((s) => {
+    const base = encodeStatistic(s)
+    const n = (seen.get(base) ?? 0) + 1
+    seen.set(base, n)
+    return n === 1 ? base : `${base}#${n}`
+  })
+}
+
+/** The worksheet as the API stores it (POST/PUT /api/v1/worksheets). */
+export function toWorksheetBody(ws: WorksheetState, name: string) {
+  return {
+    name,
+    range: { start: `-${ws.range}`, end: 'now' },
+    statistics: ws.statistics.map((s) => ({ metric: s.metric, by: s.by ?? null, where: s.where ?? {}, top: s.top, display: s.display })),
+  }
+}
+
+/** A saved worksheet from the API as view state; unknown ranges fall back to the default. */
+export function fromSaved(saved: {
+  id: string
+  name: string
+  range?: { start?: string; end?: string }
+  statistics?: WorksheetStatistic[]
+}): { state: WorksheetState; warnings: string[] } {
+  const warnings: string[] = []
+  const start = saved.range?.start ?? `-${DEFAULT_RANGE}`
+  const rel = start.startsWith('-') ? start.slice(1) : ''
+  let range: RangeId = DEFAULT_RANGE
+  if (isRangeId(rel)) range = rel
+  else warnings.push(`saved range "${start}" is not a preset; showing ${DEFAULT_RANGE}`)
+  const statistics = (saved.statistics ?? []).map((s) => {
+    const display = (DISPLAYS as readonly string[]).includes(s.display) ? (s.display as Display) : 'area'
+    return makeStatistic(s.metric, s.by ?? null, s.where ?? {}, display, s.top ?? DEFAULT_TOP)
+  })
+  return { state: { ...EMPTY_WORKSHEET, statistics, range, id: saved.id, name: saved.name }, warnings }
+}

@@ -1,0 +1,100 @@
+// A heat-map card: a histogram dimension over time, with bands and who is in them.
+import { useMemo, useState } from 'react'
+import { useHeatmap, useMembers, type MembersRequest } from '../api/hooks'
+import type { Band } from '../charts/heatmap/model'
+import { bandLabel } from '../charts/heatmap/transform'
+import { HeatmapView } from '../charts/heatmap/View'
+import { EmptyState } from '../components/EmptyState'
+import { PickRow, TopNote } from '../components/PickRow'
+import { memberDims } from '../lib/drill'
+import { formatRate, formatShare } from '../lib/format'
+import { elementLabel, middleEllipsis } from '../charts/palette'
+import { CardFrame, useCardInfo } from './CardFrame'
+import type { CardProps } from './TimeseriesCard'
+import { useDrill } from './useDrill'
+
+export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardProps, 'onChange'>) {
+  const q = useHeatmap(stat, view)
+  const dim = stat.by ?? 'latency'
+  const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
+  const [band, setBand] = useState<Band | null>(null)
+  const [by, setBy] = useState<string | null>(null)
+  const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
+  const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
+  const members = useMembers(stat, view, req)
+  const { open, menu } = useDrill(metric, stat, onOpen)
+  const info = useCardInfo(stat, metric, q.data?.statistic)
+  const { family, unit } = info
+  const hist = metric?.histograms.find((h) => h.name === dim)
+  const valueUnit = hist?.unit ?? (dim === 'latency' ? 'ns' : 'bytes')
+
+  const membersPanel = band && (
+    <div className="members" data-testid="members">
+      {members.error && <div className="error">{members.error.message}</div>}
+      {members.data && (
+        <>
+          <div className="side-title" data-testid="members-title">
+            {formatRate(members.data.total, unit)} between {q.data ? bandLabel(q.data.buckets, band, valueUnit) : ''} by {memberBy}
+          </div>
+          {members.data.rows.length === 0 && <div className="muted">Nobody in this band over the range.</div>}
+          <table className="table members-table">
+            <tbody>
+              {members.data.rows.map((r) => (
+                <PickRow
+                  key={r.key}
+                  testId="member-row"
+                  dataKey={elementLabel(r.key)}
+                  title={`Drill down into ${memberBy} ${elementLabel(r.key)}`}
+                  onPick={(at) =>
+                    open({ dim: memberBy, key: r.key, label: elementLabel(r.key), at, extraWhere: { [dim]: [`${band.lo}:${band.hi}`] } })
+                  }
+                >
+                  <td className="legend-label" title={elementLabel(r.key)}>
+                    {middleEllipsis(elementLabel(r.key), 30)}
+                  </td>
+                  <td className="num">{formatRate(r.value, unit)}</td>
+                  <td className="num muted">{formatShare(r.share)}</td>
+                </PickRow>
+              ))}
+            </tbody>
+          </table>
+          <TopNote shown={members.data.rows.length} of={members.data.elements} />
+        </>
+      )}
+      {members.isPending && <div className="loading">Finding members…</div>}
+    </div>
+  )
+
+  return (
+    <CardFrame info={info} query={q} onRemove={onRemove} badges={<span className="badge">heat map</span>}
+      footer={
+        q.data && (
+          <>
+            <span className={`live-dot ${view.paused ? 'paused' : 'on'}`} />
+            <span>{view.paused ? 'paused' : 'refreshing'}</span>
+            <span className="sep">·</span>
+            <span>
+              {q.data.tier} tier, {q.data.step}s per column, colour on a log scale (darker is more)
+            </span>
+          </>
+        )
+      }
+    >
+      {q.data && q.data.cells.length === 0 && <EmptyState family={family} />}
+      {q.data && q.data.cells.length > 0 && (
+        <HeatmapView
+          result={q.data}
+          valueUnit={valueUnit}
+          rateUnit={unit}
+          selection={band}
+          onSelect={setBand}
+          memberDims={dims}
+          memberBy={memberBy}
+          onMemberBy={setBy}
+          members={membersPanel}
+        />
+      )}
+      {menu}
+    </CardFrame>
+  )
+}

@@ -1,0 +1,124 @@
+// A statistic card drawn over time: history from /query, then live seconds from the WebSocket.
+import { useEffect, useMemo, useRef, useState } from 'react'
+import type { MetricPublic } from '../api/client'
+import { fetchSeconds, useStatisticQuery } from '../api/hooks'
+import { useLive } from '../api/live'
+import type { LiveMessage } from '../charts/timeseries/model'
+import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
+import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, missingSpan } from '../charts/timeseries/transform'
+import { TimeseriesView } from '../charts/timeseries/View'
+import { EmptyState } from '../components/EmptyState'
+import { formatClock } from '../lib/format'
+import { rangeSeconds, type Statistic, type WorksheetState } from '../state/url'
+import { ApproximateBadge, CardFrame, useCardInfo } from './CardFrame'
+import { useDrill } from './useDrill'
+
+export interface CardProps {
+  stat: Statistic
+  view: Pick<WorksheetState, 'range' | 'paused' | 'at'>
+  metric: MetricPublic | undefined
+  onOpen: (s: Statistic) => void
+  onChange: (s: Statistic) => void
+  onRemove: () => void
+}
+
+export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove }: CardProps) {
+  const q = useStatisticQuery(stat, view)
+  const [live, setLive] = useState<LiveMessage[]>([])
+  const [liveError, setLiveError] = useState<string | null>(null)
+  const range = rangeSeconds(view.range)
+  const base = useMemo(() => (q.data ? fromQuery(q.data) : null), [q.data])
+  const keepFrom = useRef(0)
+  keepFrom.current = base ? liveKeepFrom(base, range) : 0
+
+  // A new history supersedes the live seconds it covers.
+  useEffect(() => setLive((l) => l.filter((m) => m.ts >= keepFrom.current)), [base])
+  useEffect(() => {
+    if (view.paused) setLive([])
+  }, [view.paused])
+
+  const keys = useMemo(() => q.data?.series.map((s) => s.key) ?? [], [q.data])
+  useLive(
+    view.paused || !q.data ? null : { metric: stat.metric, by: stat.by ?? null, where: stat.where ?? {}, keys },
+    (m) => {
+      setLiveError(null)
+      setLive((l) => addLive(l, m, keepFrom.current))
+    },
+    setLiveError,
+  )
+
+  // Once pushes arrive, read again the seconds they cannot cover (see missingSpan), once per history.
+  const filledFor = useRef<unknown>(null)
+  useEffect(() => {
+    if (!base || view.paused || filledFor.current === base) return
+    const span = missingSpan(base, live)
+    if (!span && !live.length) return
+    filledFor.current = base
+    if (!span) return
+    fetchSeconds(stat, span.from, span.to + 1)
+      .then((q) => filledFor.current === base && setLive((l) => addMissing(l, liveFromQuery(q, keys, 'fill'))))
+      .catch(() => {}) // the next history refresh covers it
+  }, [base, live, view.paused, stat, keys])
+
+  const data = useMemo(() => (base ? mergeLive(base, view.paused ? [] : live, range) : null), [base, live, range, view.paused])
+  const { open, menu } = useDrill(metric, stat, onOpen)
+  const info = useCardInfo(stat, metric, q.data?.statistic)
+  const { family, title, unit } = info
+  const newest = data?.timestamps[data.timestamps.length - 1]
+  const display = stat.display === 'line' ? 'line' : 'area'
+
+  return (
+    <CardFrame
+      info={info}
+      query={q}
+      onRemove={onRemove}
+      badges={q.data?.approximate && <ApproximateBadge notes={q.data.notes ?? []} />}
+      actions={
+        <div className="segmented small" role="group" aria-label="Graph style">
+          {(['area', 'line'] as const).map((d) => (
+            <button
+              key={d}
+              className={display === d ? 'active' : ''}
+              aria-pressed={display === d}
+              onClick={() => onChange({ ...stat, display: d })}
+              title={d === 'area' ? 'Mountain graph: stacked areas' : 'Line graph'}
+            >
+              {d === 'area' ? 'Mountain' : 'Line'}
+            </button>
+          ))}
+        </div>
+      }
+      footer={
+        data && (
+          <>
+            <span className={`live-dot ${view.paused ? 'paused' : liveError ? 'bad' : live.length ? 'on' : ''}`} />
+            <span>{view.paused ? 'paused' : liveError ? `live updates failed: ${liveError}` : live.length ? 'live' : 'waiting for live data'}</span>
+            <span className="sep">·</span>
+            <span>
+              {q.data?.tier} tier, {data.step}s per point
+            </span>
+            <span className="sep">·</span>
+            <span data-testid="last-ts">{newest !== undefined ? `last point ${formatClock(newest)}` : ''}</span>
+          </>
+        )
+      }
+    >
+      {data && isEmpty(data) && <EmptyState family={family} />}
+      {data && !isEmpty(data) && (
+        <TimeseriesView
+          data={data}
+          display={display}
+          unit={unit}
+          by={stat.by ?? null}
+          elements={q.data?.elements ?? 0}
+          onPick={(row, at) => {
+            if (row.key === OTHER_KEY) return
+            if (row.key === TOTAL_KEY || !stat.by) open({ dim: null, key: '', label: title, at })
+            else open({ dim: stat.by, key: row.key, label: row.label, at })
+          }}
+        />
+      )}
+      {menu}
+    </CardFrame>
+  )
+}

@@ -1,0 +1,118 @@
+// Start the real Loupe backend (with its demo NAS) for a test, and always stop it by PID.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+export const loupeBin = process.env.LOUPE_BIN || join(repoRoot, '.venv/bin/loupe')
+export const uiIndex = join(repoRoot, 'backend/loupe/static/index.html')
+
+export function freePort() {
+  return new Promise((ok, fail) => {
+    const srv = createServer()
+    srv.unref()
+    srv.on('error', fail)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => ok(port))
+    })
+  })
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** Poll fn until it returns a truthy value; throw with `what` after `ms`. */
+export async function until(what, fn, ms = 30_000, every = 250) {
+  const end = Date.now() + ms
+  let last
+  while (Date.now() < end) {
+    try {
+      const v = await fn()
+      if (v) return v
+    } catch (e) {
+      last = e
+    }
+    await sleep(every)
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last.message}` : ''}`)
+}
+
+/**
+ * Run `loupe serve --demo` on a free port with a fresh data dir. Resolves once
+ * /healthz answers and the demo NAS has filled the last minute with NFS traffic.
+ */
+export async function startLoupe({ backfill = 90 } = {}) {
+  const port = await freePort()
+  const dataDir = mkdtempSync(join(tmpdir(), 'loupe-e2e-'))
+  const base = `http://127.0.0.1:${port}`
+  const args = ['serve', '--demo', '--port', String(port), '--data-dir', dataDir, '--demo-backfill', String(backfill)]
+  const proc = spawn(loupeBin, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  const keep = (b) => {
+    log = (log + b.toString()).slice(-20_000)
+  }
+  proc.stdout.on('data', keep)
+  proc.stderr.on('data', keep)
+  let exited = null
+  proc.on('exit', (code, signal) => {
+    exited = { code, signal }
+  })
+  // If the test process dies first, do not leave the server behind.
+  const onExit = () => {
+    if (exited === null) {
+      try {
+        process.kill(proc.pid, 'SIGKILL')
+      } catch {}
+    }
+  }
+  process.on('exit', onExit)
+
+  const server = {
+    base,
+    pid: proc.pid,
+    dataDir,
+    log: () => log,
+    async stop() {
+      process.off('exit', onExit)
+      if (exited === null) {
+        process.kill(proc.pid, 'SIGTERM')
+        const gone = await until('loupe to exit', () => exited !== null, 8_000, 100).catch(() => false)
+        if (!gone && exited === null) {
+          process.kill(proc.pid, 'SIGKILL')
+          await until('loupe to exit after SIGKILL', () => exited !== null, 3_000, 100).catch(() => {})
+        }
+      }
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+  try {
+    await until(
+      `${base}/healthz`,
+      async () => {
+        if (exited !== null) throw new Error(`loupe exited (${JSON.stringify(exited)}):\n${log}`)
+        return (await fetch(`${base}/healthz`)).ok
+      },
+      30_000,
+    )
+    // The demo backfills oldest first: wait until it has caught up with the last minute.
+    await until(
+      'demo NFS traffic in the last minute',
+      async () => {
+        if (exited !== null) throw new Error(`loupe exited (${JSON.stringify(exited)}):\n${log}`)
+        const r = await fetch(`${base}/api/v1/query?metric=nfs.ops&start=-1m&end=now`)
+        const q = await r.json()
+        return r.ok && q.total.filter((v) => v > 0).length >= 50
+      },
+      60_000,
+      500,
+    )
+  } catch (e) {
+    await server.stop()
+    throw e
+  }
+  return server
+}
+
