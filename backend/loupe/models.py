@@ -169,6 +169,8 @@ class SourcePublic(BaseModel):
 class SourceList(BaseModel):
     sources: list[SourcePublic]
     families: dict[str, bool] = Field(description="Family -> whether any active source feeds it")
+    missing: dict[str, str] = Field(default_factory=dict,
+                                    description="Family with no active source -> why, for empty states")
 
 
 class StatusTile(BaseModel):

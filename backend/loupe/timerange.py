@@ -71,7 +71,8 @@ def choose_window(
 ) -> Window:
     """Pick the finest tier that still holds `start` and whose resolution fits the step.
 
-    With `whole`, the window is one point spanning the range, widened only to the tier's resolution.
+    With `whole`, the window is one point spanning the range: exact on the seconds tier
+    (chosen whenever it still holds `start`), widened to whole minutes or hours beyond it.
     """
     if end <= start:
         raise RangeError(f"empty range: end ({end}) must be after start ({start})")
@@ -83,7 +84,7 @@ def choose_window(
     tier, res = TIERS[-1]
     for name, resolution in TIERS:
         holds = start >= now - retain[name]
-        fits = want < resolution * 60 or name == "hour"
+        fits = want < resolution * 60 or name == "hour" or whole
         if holds and fits:
             tier, res = name, resolution
             break

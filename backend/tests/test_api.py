@@ -130,6 +130,16 @@ def test_heatmap_breakdown_members(client):
     assert [(r["key"], r["value"]) for r in m["rows"]] == [("write", 20.0)]
 
 
+def test_members_agree_with_a_banded_breakdown_over_a_relative_range(client):
+    seed(client)
+    band = {"metric": "nfs.ops", "start": "-10m", "end": "now"}
+    m = client.get("/api/v1/members", params={**band, "dim": "latency", "lo": 14, "hi": 21, "by": "client"}).json()
+    b = client.get("/api/v1/breakdown", params={**band, "by": "client", "where": "latency=14:21"}).json()
+    assert m["end"] - m["start"] == 600 and m["rows"]
+    assert {r["key"]: round(r["value"], 2) for r in m["rows"]} == \
+        {r["key"]: round(r["value"] * (b["end"] - b["start"]) / 600, 2) for r in b["rows"]}
+
+
 def test_worksheets_crud(client):
     body = {"name": "triage", "range": {"start": "-1h", "end": "now"},
             "statistics": [{"metric": "nfs.ops", "by": "client"},
@@ -154,6 +164,7 @@ def test_sources_status_and_prometheus(client):
     seed(client)
     s = client.get("/api/v1/sources").json()
     assert s["families"]["nfs"] is True and s["families"]["disk"] is False
+    assert "nfs" not in s["missing"] and "local agent" in s["missing"]["disk"]
     assert s["sources"][0]["name"] == "synthetic.nfs" and s["sources"][0]["demo"] is True
     st = client.get("/api/v1/status").json()
     tiles = {t["id"]: t for t in st["tiles"]}

@@ -98,6 +98,7 @@ def test_serve_shows_this_machines_real_cpu_disk_and_network(server_factory):
     assert "lo" in {x["key"] for x in net["series"]} or net["elements"] >= 1
     src = s.get("/api/v1/sources")
     assert src["families"]["nfs"] is False  # no NFS source without --demo or BPF
+    assert "needs the BPF agent" in src["missing"]["nfs"]
     assert all(not x["demo"] for x in src["sources"])
 
 

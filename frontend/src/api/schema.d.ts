@@ -565,6 +565,13 @@ export interface components {
             families: {
                 [key: string]: boolean;
             };
+            /**
+             * Missing
+             * @description Family with no active source -> why, for empty states
+             */
+            missing?: {
+                [key: string]: string;
+            };
             /** Sources */
             sources: components["schemas"]["SourcePublic"][];
         };

@@ -35,6 +35,11 @@ describe('empty states', () => {
     expect(emptyState('nfs', none).detail).toBe('Sources: cpu ✓ disk ✓ net ✓ nfs ✗ (no agent reports it).')
   })
 
+  it("use the backend's explanation when no source names the family", () => {
+    const none = { ...sources, sources: [sources.sources[0]!], missing: { nfs: 'needs the BPF agent' } }
+    expect(emptyState('nfs', none).detail).toBe('Sources: cpu ✓ disk ✓ net ✓ nfs ✗ (needs the BPF agent).')
+  })
+
   it('tell an idle active source from a missing one', () => {
     expect(emptyState('disk', sources).title).toBe('No disk traffic seen in this range.')
     expect(emptyState('disk', sources).detail).toMatch(/source is active/)

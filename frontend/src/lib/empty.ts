@@ -15,13 +15,14 @@ export function familySummary(sources: Pick<SourceList, 'families'>): string {
     .join(' ')
 }
 
-/** Why a family has no active source: the reasons its sources give, or that none reports it. */
+/** Why a family has no active source: the reasons its sources give, else the backend's explanation. */
 export function familyReason(sources: SourceList, family: string): string {
   const reasons = sources.sources
     .filter((s) => s.families.includes(family) && s.state !== 'active')
     .map((s) => s.reason || `${s.name} is ${s.state}`)
   const unique = [...new Set(reasons)]
-  return unique.length ? unique.join('; ') : 'no agent reports it'
+  if (unique.length) return unique.join('; ')
+  return sources.missing?.[family] || 'no agent reports it'
 }
 
 /** Whether every active source of a family is the synthetic demo. */
