@@ -35,6 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 NFS = FAMILIES["nfs"]
 
 
+def fresh(path: Path) -> Path:
+    for p in (path, Path(str(path) + ".wal")):
+        p.unlink(missing_ok=True)
+    return path
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
@@ -69,7 +75,10 @@ def bench_ingest(tmp: Path) -> dict:
     out = {}
     t0 = int(time.time()) - 7200
     for size in (1000, 5000, 10000):
-        store = DuckDBStore(tmp / f"ingest{size}.duckdb")
+        path = tmp / f"ingest{size}.duckdb"
+        path.unlink(missing_ok=True)
+        Path(str(path) + ".wal").unlink(missing_ok=True)
+        store = DuckDBStore(path)
         times = []
         for i in range(120):
             batch = nfs_batch(rng, size, t0 + i)
@@ -90,7 +99,7 @@ def bench_ingest(tmp: Path) -> dict:
                  bytes=r["bytes"], lat_sum=r["lat_sum"], hist={"latency": {"14": r["count"]}, "size": {"13": r["count"]}})
             for r in b])
 
-    store = DuckDBStore(tmp / "frames.duckdb")
+    store = DuckDBStore(fresh(tmp / "frames.duckdb"))
     times = []
     for i in range(30):
         fr = frame("b", i)
@@ -104,7 +113,7 @@ def bench_ingest(tmp: Path) -> dict:
     import threading
 
     agents, per_agent = 20, 10
-    store = DuckDBStore(tmp / "group.duckdb")
+    store = DuckDBStore(fresh(tmp / "group.duckdb"))
     work = {a: [frame(f"g{a}", i) for i in range(per_agent)] for a in range(agents)}
     lat: list[float] = []
 
@@ -129,7 +138,7 @@ def bench_ingest(tmp: Path) -> dict:
     # peer: the same 1k rows inserted row by row (executemany); never used by Loupe
     import duckdb
 
-    DuckDBStore(tmp / "peer.duckdb").close()  # same schema
+    DuckDBStore(fresh(tmp / "peer.duckdb")).close()  # same schema
     con = duckdb.connect(str(tmp / "peer.duckdb"))
     batch = nfs_batch(rng, 1000, t0)
     rows = [tuple(r.values()) for r in batch.to_pylist()]

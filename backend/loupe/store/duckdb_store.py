@@ -124,6 +124,7 @@ class DuckDBStore(Store):
     # ---------------------------------------------------------------- schema
     def _create(self) -> None:
         db = self._db
+        self._migrate_hot()
         for fam in FAMILIES.values():
             cols = ["ts BIGINT NOT NULL"] + [f"{d} VARCHAR NOT NULL" for d in fam.dims]
             cols += ["count BIGINT NOT NULL", "bytes BIGINT NOT NULL", "lat_sum BIGINT NOT NULL"]
@@ -147,6 +148,19 @@ class DuckDBStore(Store):
             " created DOUBLE, updated DOUBLE, spec VARCHAR)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+
+    def _migrate_hot(self) -> None:
+        """Layout 0 kept wide hot tables; an empty one is simply replaced by the narrow form."""
+        for fam in FAMILIES:
+            cols = {c for (c,) in self._db.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [f"{fam}_s_hot"]).fetchall()}
+            if cols and "hk" not in cols:
+                n = self._db.execute(f"SELECT count(*) FROM {fam}_s_hot").fetchone()[0]
+                if n:
+                    raise RuntimeError(f"the store at {self.path} has {n} unsettled rows in an old layout: "
+                                       "open it with the Loupe that wrote it, or move the data directory aside")
+                self._db.execute(f"DROP VIEW IF EXISTS {fam}_s_hotv")
+                self._db.execute(f"DROP TABLE {fam}_s_hot")
 
     def _check_layout(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
@@ -425,29 +439,39 @@ class DuckDBStore(Store):
         n = window.points
         scale = stat.metric.scale / window.step
         key = stat.by or "''"
-        params: list = []
-        src = self._source_sql(stat, window, f"ts, {key} AS k, {self._value_expr(stat)} AS v", params)
-        sql = f"""
-            WITH src AS ({src}),
-            agg AS MATERIALIZED (
-                SELECT (ts - {window.start}) // {window.step} AS i, k, sum(v)::DOUBLE AS v FROM src GROUP BY ALL
-                HAVING sum(v) <> 0),
-            keys AS (SELECT k, sum(v) AS s FROM agg GROUP BY k),
-            top AS (SELECT k FROM keys ORDER BY s DESC, k LIMIT {int(top)})
-            SELECT i, CASE WHEN k IN (SELECT k FROM top) THEN k END AS kk, sum(v) AS v,
-                   (SELECT count(*) FROM keys) AS elements,
-                   (SELECT count(*) FROM keys WHERE k = '{FILE_OTHER}') AS folded
-            FROM agg GROUP BY i, kk"""
+        select = f"ts, {key} AS k, {self._value_expr(stat)} AS v"
+        top_keys: list[str] = []
+        elements = folded = 0
+        if stat.by:
+            # Two passes beat one (time x element) aggregate: rank elements over the range,
+            # then bucket time for the top ones only; the rest is one "other" group.
+            params: list = []
+            src = self._source_sql(stat, window, select, params)
+            ranked = self._cur.execute(
+                f"SELECT k FROM ({src}) GROUP BY k HAVING sum(v) <> 0 ORDER BY sum(v) DESC, k", params).fetchall()
+            elements = len(ranked)
+            folded = any(k == FILE_OTHER for (k,) in ranked)
+            top_keys = [k for (k,) in ranked[: int(top)]]
+        params = []
+        src = self._source_sql(stat, window, select, params)
+        if top_keys:
+            ph = []
+            for k in top_keys:
+                params.append(k)
+                ph.append(f"${len(params)}")
+            kk = f"CASE WHEN k IN ({', '.join(ph)}) THEN k END"
+        else:
+            kk = "NULL"
+        sql = f"SELECT (ts - {window.start}) // {window.step} AS i, {kk} AS kk, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL"
         rows = self._cur.execute(sql, params).fetchall()
         total = np.zeros(n)
         series: dict[str, np.ndarray] = {}
         other = np.zeros(n)
-        elements = folded = 0
-        for i, kk, v, elements, folded in rows:
-            if not 0 <= i < n:
+        for i, kk, v in rows:
+            if not 0 <= i < n or v is None:
                 continue
             total[i] += v
-            if kk is None or not stat.by:
+            if kk is None:
                 other[i] += v
             else:
                 series.setdefault(kk, np.zeros(n))[i] += v
