@@ -439,44 +439,37 @@ class DuckDBStore(Store):
         n = window.points
         scale = stat.metric.scale / window.step
         key = stat.by or "''"
-        select = f"ts, {key} AS k, {self._value_expr(stat)} AS v"
-        top_keys: list[str] = []
-        elements = folded = 0
-        if stat.by:
-            # Two passes beat one (time x element) aggregate: rank elements over the range,
-            # then bucket time for the top ones only; the rest is one "other" group.
-            params: list = []
-            src = self._source_sql(stat, window, select, params)
-            ranked = self._cur.execute(
-                f"SELECT k FROM ({src}) GROUP BY k HAVING sum(v) <> 0 ORDER BY sum(v) DESC, k", params).fetchall()
-            elements = len(ranked)
-            folded = any(k == FILE_OTHER for (k,) in ranked)
-            top_keys = [k for (k,) in ranked[: int(top)]]
-        params = []
-        src = self._source_sql(stat, window, select, params)
-        if top_keys:
-            ph = []
-            for k in top_keys:
-                params.append(k)
-                ph.append(f"${len(params)}")
-            kk = f"CASE WHEN k IN ({', '.join(ph)}) THEN k END"
-        else:
-            kk = "NULL"
-        sql = f"SELECT (ts - {window.start}) // {window.step} AS i, {kk} AS kk, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL"
-        rows = self._cur.execute(sql, params).fetchall()
+        value = self._value_expr(stat)
+        bucket = f"(ts - {window.start}) // {window.step}"
         total = np.zeros(n)
         series: dict[str, np.ndarray] = {}
-        other = np.zeros(n)
-        for i, kk, v in rows:
-            if not 0 <= i < n or v is None:
-                continue
-            total[i] += v
-            if kk is None:
-                other[i] += v
-            else:
-                series.setdefault(kk, np.zeros(n))[i] += v
-        if not stat.by:
-            other[:] = 0
+        ranked: list[tuple[str, float]] = []
+        # Pass 1, one scan: the total per point and every element's sum over the range.
+        params: list = []
+        src = self._source_sql(stat, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
+        for i, k, v, by_key in self._cur.execute(
+                f"SELECT i, k, sum(v)::DOUBLE, grouping(i) = 1 FROM ({src}) GROUP BY GROUPING SETS ((i), (k))",
+                params).fetchall():
+            if by_key:
+                if v:
+                    ranked.append((k, v))
+            elif 0 <= i < n and v:
+                total[i] += v
+        ranked.sort(key=lambda kv: (-kv[1], kv[0]))
+        elements = len(ranked) if stat.by else 0
+        folded = stat.by is not None and any(k == FILE_OTHER for k, _ in ranked)
+        top_keys = [k for k, _ in ranked[: int(top)]] if stat.by else []
+        # Pass 2: the top elements only; filtering on the sort key lets zone maps skip the rest.
+        if top_keys:
+            only_top = Statistic(stat.metric, stat.by, stat.where + ((stat.by, tuple(top_keys)),), stat.band)
+            params = []
+            src = self._source_sql(only_top, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
+            for i, k, v in self._cur.execute(f"SELECT i, k, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL",
+                                             params).fetchall():
+                if 0 <= i < n and v:
+                    series.setdefault(k, np.zeros(n))[i] += v
+        other = total - sum(series.values(), np.zeros(n)) if stat.by else np.zeros(n)
+        other[np.abs(other) < 1e-9 * np.maximum(total, 1)] = 0.0
         nz = np.nonzero(total)[0]
         last = int(nz[-1]) if len(nz) else -1
         keys = sorted(series, key=lambda k: (-series[k].sum(), k))
