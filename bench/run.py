@@ -297,7 +297,8 @@ def bench_live(tmp: Path, seconds: int = 30) -> dict:
 
     port = free_port()
     env = dict(os.environ, LOUPE_INGEST_TOKEN="bench", LOUPE_LOCAL_AGENT="false")
-    proc = subprocess.Popen([sys.executable, "-m", "loupe.cli", "serve", "--data-dir", str(tmp / "live"),
+    data = Path(tempfile.mkdtemp(prefix="live-", dir=tmp))
+    proc = subprocess.Popen([sys.executable, "-m", "loupe.cli", "serve", "--data-dir", str(data),
                              "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
@@ -307,6 +308,8 @@ def bench_live(tmp: Path, seconds: int = 30) -> dict:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
+        else:
+            raise RuntimeError("the server for the live benchmark did not answer /healthz")
         lat = []
 
         async def run():
