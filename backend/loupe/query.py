@@ -7,7 +7,7 @@ import time
 from .catalog import HISTOGRAMS, CatalogError, check_dim, check_hist, metric, statistic_name
 from .models import BreakdownResult, BreakdownRow, Bucket, QueryResult, Series, StatisticPublic
 from .store.base import Aggregate, Statistic
-from .store.duckdb_store import bucket_label
+from .store.duckdb_store import _fmt, bucket_label
 from .timerange import Window, choose_window, parse_time
 
 
@@ -91,8 +91,6 @@ def band_phrase(dim: str, lo: int, hi: int) -> str:
     h = HISTOGRAMS[dim]
     a, _ = h.bounds(lo)
     _, b = h.bounds(hi)
-    from .store.duckdb_store import _fmt
-
     if b is None:
         return f"of at least {_fmt(a, h.unit)}"
     if a == 0:

@@ -56,7 +56,7 @@ class Loupe:
         t.count("duplicate", out.duplicates)
         t.count("rejected", len(out.rejected))
         for r in out.rejected:
-            t.rejected["too_old" if "older" in r["reason"] else "future"] += 1
+            t.rejected[r["kind"]] += 1
         t.rows += out.rows
         t.folded += out.folded_rows
         if out.accepted:

@@ -64,6 +64,10 @@ def test_ingest_auth_and_validation(client):
     assert (first["accepted"], first["duplicates"]) == (1, 0)
     again = post(client, [fr]).json()
     assert (again["accepted"], again["duplicates"]) == (0, 1)
+    old = nfs_frame(int(time.time()) - 72 * 3600, [("c", "read", "/a", 1, 1, {})], source="old@h")
+    res = post(client, [old]).json()
+    assert res["accepted"] == 0 and res["rejected"][0]["kind"] == "too_old"
+    assert 'loupe_rejected_frames_total{reason="too_old"} 1.0' in client.get("/metrics").text
 
 
 def test_query_series_other_and_name(client):

@@ -12,6 +12,7 @@ reported for ``ts`` alone: every stored second keeps a true per-second rate (no
 
 from __future__ import annotations
 
+import abc
 import os
 from pathlib import Path
 
@@ -24,7 +25,7 @@ CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "stea
 SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
 
 
-class _DeltaSource:
+class _DeltaSource(abc.ABC):
     """Reads a counter table, diffs it against the previous reading, builds rows."""
 
     name = ""
@@ -39,11 +40,13 @@ class _DeltaSource:
         self._prev: tuple[int, Counters] | None = None
         self._state, self._reason = "active", ""
 
+    @abc.abstractmethod
     def read(self) -> Counters:
-        raise NotImplementedError
+        """Current cumulative counters from procfs."""
 
+    @abc.abstractmethod
     def rows(self, deltas: Counters) -> list[dict]:
-        raise NotImplementedError
+        """Frame rows from per-second deltas."""
 
     def status(self) -> list[dict]:
         return [status_entry(self.name, self.families, self._state, self._reason)]  # type: ignore[arg-type]

@@ -196,10 +196,10 @@ class DuckDBStore(Store):
                 if fr.seq <= self._hwm_reserved.get(fr.source, -1):
                     out.duplicates += 1
                 elif fr.ts < oldest:
-                    out.rejected.append(dict(source=fr.source, seq=fr.seq, reason=(
+                    out.rejected.append(dict(source=fr.source, seq=fr.seq, kind="too_old", reason=(
                         f"ts {fr.ts} is older than the seconds retention allows (oldest accepted {oldest})")))
                 elif fr.ts > now + FUTURE_SLACK:
-                    out.rejected.append(dict(source=fr.source, seq=fr.seq, reason=(
+                    out.rejected.append(dict(source=fr.source, seq=fr.seq, kind="future", reason=(
                         f"ts {fr.ts} is {fr.ts - now} s ahead of the server clock (limit {FUTURE_SLACK} s)")))
                 else:
                     fresh.append(fr)
