@@ -17,7 +17,7 @@ class Settings(BaseSettings):
     demo: bool = Field(False, description="Also run the synthetic NAS 'demo-nas'")
     demo_clients: int = Field(20, ge=1, le=10_000)
     demo_seed: int = 7
-    demo_backfill: int = Field(900, ge=0, description="Seconds of demo history generated at start")
+    demo_backfill: int = Field(300, ge=0, description="Seconds of demo history generated before live (about 17 s)")
     local_agent: bool = Field(True, description="serve also runs a procfs agent for this machine")
     ingest_token: str | None = Field(None, description="Bearer token agents must send; generated if unset")
 
