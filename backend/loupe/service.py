@@ -73,7 +73,7 @@ class Loupe:
         self._threads.append(t)
 
     def _upkeep(self) -> None:
-        next_prune = next_compact = 0.0
+        next_prune = next_compact = next_checkpoint = 0.0
         while not self._stop.wait(1.0):
             now = time.time()
             try:
@@ -83,6 +83,9 @@ class Loupe:
                     moved = self.store.compact(int(now))
                     if moved:
                         log.info("compacted %d settled seconds rows", moved)
+                if now >= next_checkpoint:
+                    next_checkpoint = now + 30
+                    self.store.checkpoint()
                 if now >= next_prune:
                     next_prune = now + 300
                     rep = self.store.prune(int(now))

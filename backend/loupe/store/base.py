@@ -99,6 +99,10 @@ class Store(abc.ABC):
         """Re-sort settled seconds for cheap per-element scans; returns rows moved."""
 
     @abc.abstractmethod
+    def checkpoint(self) -> None:
+        """Make committed data compact on disk (the engine's own durability does not depend on it)."""
+
+    @abc.abstractmethod
     def size_bytes(self) -> int: ...
 
     @abc.abstractmethod

@@ -99,6 +99,9 @@ class DuckDBStore(Store):
         self.compact_every = compact_every
         self.clock = clock
         self._db = duckdb.connect(self.path)
+        # Checkpoints run from the upkeep thread (checkpoint()), not inline in an ingest commit
+        # once the WAL passes DuckDB's 16 MB default; the WAL still makes every commit durable.
+        self._db.execute("SET checkpoint_threshold = '1GB'")
         self._local = threading.local()
         self._wlock = threading.RLock()
         self._create()
