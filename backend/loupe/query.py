@@ -132,11 +132,9 @@ def to_breakdown(stat: Statistic, agg: Aggregate) -> BreakdownResult:
     total = sum(agg.total) / max(1, len(agg.total))
     rows = []
     hist = HISTOGRAMS.get(stat.by or "")
-    for k, mean, last in zip(agg.keys, agg.key_means, agg.key_last):
-        bucket = None
-        if hist:
-            e = next(e for e in hist.buckets if bucket_label(hist, e) == k)
-            bucket = bucket_model(hist.name, e)
+    exps = agg.buckets if hist and agg.buckets else [None] * len(agg.keys)
+    for k, mean, last, e in zip(agg.keys, agg.key_means, agg.key_last, exps):
+        bucket = bucket_model(hist.name, e) if e is not None else None
         rows.append(BreakdownRow(key=k, value=mean, last=last, share=mean / total if total else 0.0, bucket=bucket))
     w = agg.window
     return BreakdownResult(

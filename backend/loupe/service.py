@@ -60,7 +60,7 @@ class Loupe:
         t.rows += out.rows
         t.folded += out.folded_rows
         if out.accepted:
-            t.observe_frames(req.frames, out.stored, received_at)
+            t.observe_tables(out.tables, received_at)
             self.hub.publish(out.seconds)
         if req.agent and req.status is not None:
             host = req.frames[0].host if req.frames else None

@@ -10,10 +10,10 @@ import threading
 import time
 from collections import defaultdict
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
-
-from .frame import Frame
 
 # family -> (labels taken from row dims, counters: name -> (row field, help, scale))
 HEADLINES = {
@@ -40,19 +40,26 @@ class Telemetry(Collector):
         self.subscribers = subscribers
         self.started = time.time()
 
-    def observe_frames(self, frames: list[Frame], accepted_keys: set[tuple[str, int]], received_at: float) -> None:
+    def observe_tables(self, tables: dict[str, pa.Table], received_at: float) -> None:
+        """Add one ingest's stored rows to the headline counters, summed by Arrow, not row by row."""
+        sums = {}
+        for family, table in tables.items():
+            labels, counters = HEADLINES[family]
+            keys = ["host", *labels]
+            fields = sorted({f for f, _, _ in counters.values()})
+            grouped = table.group_by(keys).aggregate([(f, "sum") for f in fields]).to_pydict()
+            rows = list(zip(*(grouped[k] for k in keys)))
+            for name, (f, _, scale) in counters.items():
+                sums[name] = [(key, v * scale) for key, v in zip(rows, grouped[f"{f}_sum"])]
+        newest = max((pc.max(t.column("ts")).as_py() for t in tables.values() if t.num_rows), default=None)
         with self._lock:
-            for fr in frames:
-                if (fr.source, fr.seq) not in accepted_keys:
-                    continue
-                labels, counters = HEADLINES[fr.family]
-                for name, (field, _, scale) in counters.items():
-                    acc = self.headline[name]
-                    for r in fr.rows:
-                        key = (fr.host,) + tuple(r.dims.get(lb, "") for lb in labels)
-                        acc[key] += getattr(r, field) * scale
-                self.last_ts = max(self.last_ts, fr.ts)
-                self.lag = max(0.0, received_at - (fr.ts + 1))
+            for name, items in sums.items():
+                acc = self.headline[name]
+                for key, v in items:
+                    acc[key] += v
+            if newest is not None:
+                self.last_ts = max(self.last_ts, newest)
+                self.lag = max(0.0, received_at - (newest + 1))
 
     def count(self, result: str, n: int = 1) -> None:
         with self._lock:

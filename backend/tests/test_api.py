@@ -124,6 +124,9 @@ def test_heatmap_breakdown_members(client):
     assert [(r["key"], round(r["value"], 3), round(r["share"], 3)) for r in b["rows"]] == \
         [("read", 105.0, 0.84), ("write", 20.0, 0.16)]
     assert client.get("/api/v1/breakdown", params={"metric": "nfs.ops", **rng}).status_code == 400
+    lat = client.get("/api/v1/breakdown", params={"metric": "nfs.ops", "by": "latency", **rng}).json()
+    assert [r["bucket"]["index"] for r in lat["rows"]] == [14, 20, 21, 23]
+    assert lat["rows"][0]["key"] == lat["rows"][0]["bucket"]["label"] and lat["rows"][0]["value"] == 90.0
 
     m = client.get("/api/v1/members", params={"metric": "nfs.ops", "dim": "latency", "lo": 21, "hi": 23,
                                               "by": "client", **rng}).json()

@@ -45,6 +45,7 @@ class Aggregate:
     elements: int
     approximate: bool
     last_index: int  # index of the latest point that has data, -1 if none
+    buckets: list[int] | None = None  # for a histogram breakdown: each key's bucket exponent
 
 
 @dataclass
@@ -64,6 +65,7 @@ class IngestOutcome:
     rejected: list[dict] = field(default_factory=list)
     seconds: dict[str, set[int]] = field(default_factory=dict)  # family -> seconds stored
     stored: set[tuple[str, int]] = field(default_factory=set)  # (source, seq) of frames stored
+    tables: dict = field(default_factory=dict)  # family -> the Arrow rows stored (hot-table layout)
 
 
 @dataclass

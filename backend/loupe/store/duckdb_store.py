@@ -228,6 +228,7 @@ class DuckDBStore(Store):
                 self._commit(jobs)
         if job.error is not None:
             raise job.error
+        out.tables = job.tables
         out.accepted = len(fresh)
         out.stored = {(fr.source, fr.seq) for fr in fresh}
         return out
@@ -529,6 +530,7 @@ class DuckDBStore(Store):
             elements=len(used),
             approximate=False,
             last_index=last,
+            buckets=[exps[j] for j in used],
         )
 
     def heatmap(self, stat: Statistic, dim: str, window: Window) -> Heatmap:
