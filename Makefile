@@ -15,7 +15,13 @@ SHELL := bash
 
 # Debian packages the project needs. Extend here (e.g. clang llvm libbpf-dev
 # bpftool nfs-ganesha for the BPF probes and the NFS test server).
-APT_PACKAGES ?= python3-venv chromium fonts-liberation docker-compose iproute2 procps curl systemd
+APT_PACKAGES ?= python3-venv chromium fonts-liberation docker-compose iproute2 procps curl systemd \
+	$(BPF_PACKAGES) $(LAB_PACKAGES)
+# Build BPF objects (clang, bpftool for vmlinux.h) and load them (libbpf1); the
+# server itself needs only libbpf1 at run time.
+BPF_PACKAGES ?= clang llvm bpftool libbpf-dev libbpf1 libbpf-tools
+# The NFS lab and its tests: a real NFS server, real clients, fio, the knfsd guest.
+LAB_PACKAGES ?= nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind fio qemu-system-x86 debootstrap tshark
 # Node.js is preinstalled on the project's machines; fall back to Debian's if absent.
 APT_NODE := $(if $(shell command -v node 2>/dev/null),,nodejs npm)
 
@@ -52,7 +58,7 @@ UI_SRC := $(if $(HAVE_FRONTEND),$(shell find frontend \
 	\( -name node_modules -o -name dist -o -name coverage -o -name .vite -o -name test-results \) -prune \
 	-o -type f -print 2>/dev/null))
 
-.PHONY: help deps apt-deps py-deps node-deps api-client ui run demo test bench compose-check clean distclean
+.PHONY: help deps apt-deps py-deps node-deps api-client ui bpf run demo test bench compose-check clean distclean
 
 help:
 	@echo "Loupe make targets (run as root on Debian 12, or with sudo available):"
@@ -61,6 +67,7 @@ help:
 	@echo "  make test           pytest + frontend unit tests + e2e tests; fails if any fails"
 	@echo "  make deps           apt packages, .venv (pip -e .[test]), npm ci — fast when present"
 	@echo "  make ui             build the frontend into backend/loupe/static (when sources changed)"
+	@echo "  make bpf            compile the CO-RE BPF probes (probes/*/*.bpf.c) with clang"
 	@echo "  make api-client     regenerate frontend/openapi.json and the TypeScript client"
 	@echo "  make bench          run the benchmarks (bench/)"
 	@echo "  make compose-check  validate docker-compose.yml"
@@ -123,6 +130,30 @@ ui:
 	@echo "ui: SKIPPED: frontend/package.json does not exist yet (the server runs without its UI)"
 endif
 
+# ---- BPF probes: probes/<name>/<name>.bpf.c -> <name>.bpf.o (CO-RE) ---------------
+
+BPF_SRC  := $(wildcard probes/*/*.bpf.c)
+BPF_OBJ  := $(BPF_SRC:.bpf.c=.bpf.o)
+BPF_HDR  := $(wildcard probes/bpf/include/*.h)
+VMLINUX  := build/bpf/vmlinux.h
+BTF_FILE ?= /sys/kernel/btf/vmlinux
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Wno-unused-function \
+	-I build/bpf -I probes/bpf/include
+
+bpf: $(BPF_OBJ)
+
+# Types come from the build machine's BTF; CO-RE relocates them to whatever
+# kernel loads the object, so one build serves every kernel with BTF.
+$(VMLINUX): | apt-deps
+	@mkdir -p $(@D)
+	@[ -r $(BTF_FILE) ] || { echo "bpf: $(BTF_FILE) missing: this kernel has no BTF to generate vmlinux.h from" >&2; exit 1; }
+	bpftool btf dump file $(BTF_FILE) format c > $@.tmp
+	mv $@.tmp $@
+
+probes/%.bpf.o: probes/%.bpf.c $(VMLINUX) $(BPF_HDR) $(wildcard probes/*/*.bpf.h)
+	clang $(BPF_CFLAGS) -c $< -o $@.tmp
+	mv $@.tmp $@
+
 # ---- run -------------------------------------------------------------------
 
 # $(call serve,LABEL,FLAGS): print the URL, then replace make with the server.
@@ -132,16 +163,16 @@ define serve
 	exec $(LOUPE) serve $(2) --data-dir "$(LOUPE_DATA_DIR)" $(LOUPE_ARGS)
 endef
 
-run: deps ui
+run: deps ui bpf
 	$(call serve,,)
 
-demo: deps ui
+demo: deps ui bpf
 	$(call serve, demo,--demo)
 
 # ---- checks ----------------------------------------------------------------
 
 # All suites run even when one fails; the exit status is non-zero if any failed.
-test: deps ui
+test: deps ui bpf
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/run-suites.sh
 
 bench: py-deps
@@ -157,6 +188,7 @@ compose-check: apt-deps
 
 clean:
 	rm -rf backend/loupe/static frontend/dist tests/artifacts .pytest_cache build
+	rm -f $(BPF_OBJ)
 	rm -f $(VENV_STAMP) $(FE_STAMP) $(E2E_STAMP) frontend/openapi.json.tmp
 	find backend probes tests bench -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
 

@@ -69,7 +69,7 @@ class Agent:
                  agent_id: str | None = None, *, state_dir: str | Path | None = None, backfill: int = 0,
                  max_queue_bytes: int = 256 << 20, max_request_bytes: int = 8 << 20, timeout: float = 10.0,
                  min_backoff: float = 0.5, max_backoff: float = 30.0,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, in_process: bool = False) -> None:
         if not sources:
             raise ValueError("an agent needs at least one source")
         self.sources = list(sources)
@@ -103,6 +103,10 @@ class Agent:
         self._quiet_until: dict[str, float] = {}
         self._client: httpx.Client | None = None
         self.stats = collections.Counter()  # sent, dropped, refused, accepted, duplicates, requests
+        self.in_process = in_process
+        self.suspended: set[str] = set()  # source names an operator suspended (from the backend's answers)
+        self._usage = (time.monotonic(), _cpu_seconds())
+        self._cpu_pct = 0.0
 
     # ------------------------------------------------------------------ main loop
     def run(self, stop: threading.Event, *, once: bool = False) -> bool:
@@ -115,6 +119,10 @@ class Agent:
             httpx_log.setLevel(logging.WARNING)
         self._client = httpx.Client(headers=self._headers, timeout=self._timeout)
         try:
+            for src in self.sources:  # load BPF probes before the first tick, so `replaces` holds from it
+                start = getattr(src, "start", None)
+                if start is not None:
+                    start()
             now = time.time()
             self._closed = math.floor(now) - 1
             replayable = [i for i, s in enumerate(self.sources) if s.replayable]
@@ -142,6 +150,13 @@ class Agent:
         finally:
             self._save_state()
             self._client.close()
+            for src in self.sources:
+                close = getattr(src, "close", None)
+                if close is not None:
+                    try:
+                        close()  # BPF probes detach their programs here
+                    except Exception:  # noqa: BLE001 - shutting down; the others must still close
+                        log.exception("closing %s", src.name)
 
     def _once_done(self, ticks: int) -> bool:
         produced_all = len(self._produced | set(self._broken)) == len(self.sources)
@@ -209,8 +224,19 @@ class Agent:
         elif done % max(1, total // 10) == 0:
             self.progress(f"backfill: {done}/{total} s generated, {self.stats['sent']} frames sent")
 
+    def _replaced_by(self, i: int) -> str | None:
+        """The active source that supersedes source ``i`` (e.g. bpf.disk for procfs.disk), if any."""
+        name = self.sources[i].name
+        for other in self.sources:
+            if name in getattr(other, "replaces", ()) and other.name not in self.suspended \
+                    and getattr(other, "state", "active") == "active":
+                return other.name
+        return None
+
     def _collect(self, i: int, ts: int) -> None:
         src = self.sources[i]
+        if src.name in self.suspended or self._replaced_by(i):
+            return
         try:
             out = src.collect(ts)
         except Exception as e:  # a broken probe must not stop the others
@@ -289,6 +315,7 @@ class Agent:
     def _post(self, batch: list[_Queued]) -> tuple[int | None, dict]:
         body = (f'{{"frames":[{",".join(q.json for q in batch)}],"agent":{json.dumps(self.agent_id)},'
                 f'"status":{json.dumps(self.status(batch[0].host if batch else None))},'
+                f'"stats":{json.dumps(self.own_stats())},'
                 f'"sent_at":{time.time():.3f}}}')
         self._last_post = time.time()
         assert self._client is not None, "posting happens inside run()"
@@ -307,7 +334,25 @@ class Agent:
         if resp.is_success and isinstance(answer, dict):
             self.stats["accepted"] += answer.get("accepted", 0)
             self.stats["duplicates"] += answer.get("duplicates", 0)
+            if isinstance(answer.get("suspend"), list):
+                self.apply_suspend(set(answer["suspend"]))
         return resp.status_code, answer if isinstance(answer, dict) else {"detail": answer}
+
+    def apply_suspend(self, names: set[str]) -> None:
+        """Suspend and resume sources as the backend says operators asked."""
+        for src in self.sources:
+            want = src.name in names
+            if want == (src.name in self.suspended):
+                continue
+            hook = getattr(src, "suspend" if want else "resume", None)
+            try:
+                if hook is not None:
+                    hook()
+            except Exception as e:  # noqa: BLE001 - report it as the source's state, keep the agent going
+                self._limited(f"suspend:{src.name}", f"cannot {'suspend' if want else 'resume'} {src.name}: {e}")
+                continue
+            (self.suspended.add if want else self.suspended.discard)(src.name)
+            log.info("%s %s on request", src.name, "suspended" if want else "resumed")
 
     def status(self, host: str | None = None) -> list[dict]:
         """Every source's status; with ``host``, those whose frames are (or, before any, whose ``host``
@@ -316,11 +361,28 @@ class Agent:
         for i, src in enumerate(self.sources):
             if host is not None and self._host_of.get(i, getattr(src, "host", host)) != host:
                 continue
+            replaced = self._replaced_by(i)
             for st in src.status():
+                st = {**st, "suspendable": hasattr(src, "suspend")}
                 if i in self._broken:
                     st = {**st, "state": "error", "reason": self._broken[i][:500]}
-                out.append(st)
+                elif src.name in self.suspended:
+                    st = {**st, "state": "suspended", "reason": "suspended by an operator", "cost": None}
+                elif replaced:
+                    st = {**st, "state": "standby", "reason": f"{replaced} is active and measures the same, in more detail"}
+                out.append({k: v for k, v in st.items() if v is not None})
         return out
+
+    def own_stats(self) -> dict:
+        """This process's CPU (since the last call, % of one core) and RSS, and the queue's state."""
+        now, cpu = time.monotonic(), _cpu_seconds()
+        t0, c0 = self._usage
+        if now - t0 >= 0.5:
+            self._cpu_pct = max(0.0, (cpu - c0) / (now - t0) * 100)
+            self._usage = (now, cpu)
+        return {"cpu_pct": round(self._cpu_pct, 3), "rss_bytes": _rss_bytes(), "queue_frames": len(self._queue),
+                "queue_bytes": self._queue_bytes, "dropped_frames": self.stats["dropped"],
+                "in_process": self.in_process}
 
     def _limited(self, key: str, message: str, exc: bool = False) -> None:
         """Log a recurring problem at most every 30 s."""
@@ -355,8 +417,24 @@ class Agent:
             self._limited("state", f"cannot save {self._state_file}: {e}")
 
 
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 # ---------------------------------------------------------------------- entry points
-def make_agent(server: str = DEFAULT_SERVER, token: str | None = None, sources: Sequence[str] = ("procfs",), *,
+DEFAULT_SOURCES = ("bpf", "procfs")  # BPF probes report "off" with the reason where they cannot run
+
+
+def make_agent(server: str = DEFAULT_SERVER, token: str | None = None, sources: Sequence[str] = DEFAULT_SOURCES, *,
                state_dir: str | Path | None = None, demo_clients: int = 20, seed: int = 7, backfill: int = 0,
                host: str | None = None, demo_host: str = "demo-nas", agent_id: str | None = None,
                **agent_options) -> Agent:
@@ -369,14 +447,14 @@ def make_agent(server: str = DEFAULT_SERVER, token: str | None = None, sources: 
                  backfill=backfill, **agent_options)
 
 
-def start_in_thread(server: str = DEFAULT_SERVER, token: str | None = None, sources: Sequence[str] = ("procfs",),
+def start_in_thread(server: str = DEFAULT_SERVER, token: str | None = None, sources: Sequence[str] = DEFAULT_SOURCES,
                     **kwargs) -> tuple[threading.Thread, threading.Event]:
     """Run an agent in a daemon thread (``loupe serve``); set the event to stop it.
 
     Takes the arguments of :func:`make_agent`, e.g.
     ``start_in_thread(url, token, ["synthetic"], demo_clients=20, seed=7, backfill=900, state_dir=...)``.
     """
-    agent = make_agent(server, token, sources, **kwargs)
+    agent = make_agent(server, token, sources, in_process=True, **kwargs)
     stop = threading.Event()
     thread = threading.Thread(target=agent.run, args=(stop,), name=f"loupe-agent-{agent.agent_id}", daemon=True)
     thread.agent = agent  # type: ignore[attr-defined]  # for tests and telemetry
@@ -430,8 +508,8 @@ def _run_cli(a: argparse.Namespace, **host_kw) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``loupe agent``: this machine's procfs counters (and optionally the synthetic NAS)."""
-    a = _parser("loupe agent", "procfs", "host name for this machine's data (default: hostname)").parse_args(argv)
+    """``loupe agent``: this machine's BPF probes and procfs counters (and optionally the synthetic NAS)."""
+    a = _parser("loupe agent", ",".join(DEFAULT_SOURCES), "host name for this machine's data (default: hostname)").parse_args(argv)
     return _run_cli(a, host=a.host)
 
 

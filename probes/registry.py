@@ -38,11 +38,21 @@ def _synthetic(o: Options) -> Source:
     return SyntheticNAS(clients=o.demo_clients, seed=o.seed, host=o.demo_host)
 
 
+def _bpf(module: str, cls: str) -> Callable[[Options], Source]:
+    def make(o: Options) -> Source:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{module}"), cls)(o.host)
+
+    return make
+
+
 PROBES: dict[str, Callable[[Options], Source]] = {
     "procfs.cpu": _procfs("CpuSource"),
     "procfs.disk": _procfs("DiskSource"),
     "procfs.net": _procfs("NetSource"),
     "synthetic": _synthetic,
+    "bpf.disk": _bpf("disk", "DiskProbe"),
 }
 
 

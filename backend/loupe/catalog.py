@@ -81,7 +81,8 @@ FAMILIES: dict[str, Family] = {
         Family("nfs", ("host", "client", "proto", "op", "share", "file"), (LATENCY, SIZE, OFFSET), fold_dim="file"),
         Family("disk", ("host", "disk", "op"), (LATENCY, SIZE, OFFSET)),
         Family("cpu", ("host", "cpu", "mode", "application")),
-        Family("net", ("host", "interface", "direction", "client")),
+        Family("net", ("host", "interface", "direction", "client", "port")),
+        Family("tcp", ("host", "client", "port")),
     )
 }
 
@@ -98,11 +99,17 @@ class Metric:
     description: str
     # Histogram dimensions this metric may be broken down by (weights are counts).
     hists: tuple[str, ...] = field(default=())
+    # Measured at two granularities by different sources: (marker dim, detail dims,
+    # base-only dims). Rows with the marker set are the detail layer; see query.layer_of.
+    layer: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
 
     @property
     def all_dims(self) -> tuple[str, ...]:
         return self.dims + self.hists
 
+
+# Per-interface rows come from procfs, per-client rows from the BPF socket probe.
+NET_LAYER = ("client", ("client", "port"), ("interface",))
 
 METRICS: dict[str, Metric] = {
     m.name: m
@@ -117,11 +124,17 @@ METRICS: dict[str, Metric] = {
                "disk bytes per second", "Bytes transferred by block I/O."),
         # cpu rows carry CPU time in microseconds in `count`: 1e6 us in a second is 100 %.
         Metric("cpu.util", "cpu", "count", "percent", 1e-4, ("host", "cpu", "mode", "application"),
-               "CPU percent utilization", "CPU time as percent of one CPU; a 4-CPU host can reach 400 %."),
-        Metric("net.bytes", "net", "bytes", "bytes/s", 1.0, ("host", "interface", "direction", "client"),
-               "network bytes per second", "Bytes sent and received."),
-        Metric("net.packets", "net", "count", "packets/s", 1.0, ("host", "interface", "direction", "client"),
-               "network packets per second", "Packets sent and received."),
+               "CPU percent utilization", "CPU time as percent of one CPU; a 4-CPU host can reach 400 %.",
+               layer=("application", ("application",), ())),
+        # Per-client rows (BPF socket probe) carry client and local port, not interface;
+        # per-interface rows (procfs) carry interface, not client.
+        Metric("net.bytes", "net", "bytes", "bytes/s", 1.0, ("host", "interface", "direction", "client", "port"),
+               "network bytes per second", "Bytes sent and received.", layer=NET_LAYER),
+        Metric("net.packets", "net", "count", "packets/s", 1.0, ("host", "interface", "direction", "client", "port"),
+               "network packets per second", "Packets (procfs) or socket sends and receives (BPF) per second.",
+               layer=NET_LAYER),
+        Metric("tcp.retransmits", "tcp", "count", "retransmits/s", 1.0, ("host", "client", "port"),
+               "TCP retransmits per second", "TCP segments retransmitted, by remote address and local port."),
     )
 }
 
@@ -130,7 +143,7 @@ DIM_PHRASE = {
     "host": "host", "proto": "protocol", "op": "type", "client": "client", "share": "share",
     "file": "file", "latency": "latency", "size": "size", "offset": "offset", "disk": "disk",
     "cpu": "CPU", "mode": "mode", "application": "application", "interface": "interface",
-    "direction": "direction",
+    "direction": "direction", "port": "local port",
 }
 
 

@@ -19,7 +19,7 @@ def _serve(argv: list[str]) -> int:
     p.add_argument("--demo-clients", type=int, help="clients of the demo NAS (20..10000)")
     p.add_argument("--demo-backfill", type=int, help="seconds of demo history to generate at start")
     p.add_argument("--no-local-agent", dest="local_agent", action="store_false", default=None,
-                   help="do not collect this machine's procfs data in-process")
+                   help="do not collect this machine's data in-process")
     a = p.parse_args(argv)
     overrides = {k: v for k, v in vars(a).items() if v is not None}
     settings = Settings(**overrides)

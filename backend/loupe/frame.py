@@ -114,9 +114,28 @@ class SourceStatus(BaseModel):
     name: str = Field(max_length=100, description="e.g. 'procfs.cpu', 'synthetic.nfs', 'bpf.disk'")
     host: str | None = Field(None, max_length=255, description="Host the source measures; default: the frames' host")
     families: list[str] = Field(default_factory=list, max_length=10)
-    state: str = Field(pattern=r"^(active|off|error|suspended)$")
+    state: str = Field(pattern=r"^(active|off|error|suspended|standby)$",
+                       description="standby: another source measures the same and is active (reason names it)")
     reason: str = Field("", max_length=500)
     demo: bool = Field(False, description="True when the source produces synthetic demo data.")
+    suspendable: bool = Field(False, description="Can be suspended and resumed from the API.")
+    cost: dict[str, float] | None = Field(
+        None, max_length=20,
+        description="The source's own cost over the last second: for BPF probes runs_per_s, bpf_cpu_pct, "
+                    "ns_per_run (from bpf_stats), map_fill (0..1), dropped, dropped_total, drain_ms.")
+
+
+class AgentStats(BaseModel):
+    """The agent process's own cost and delivery state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpu_pct: float = Field(ge=0, description="CPU of the agent process over its last second, % of one core")
+    rss_bytes: int = Field(ge=0)
+    queue_frames: int = Field(0, ge=0)
+    queue_bytes: int = Field(0, ge=0)
+    dropped_frames: int = Field(0, ge=0, description="Frames dropped because the queue was full, since start")
+    in_process: bool = Field(False, description="Runs inside the server process (cpu and rss are the server's)")
 
 
 class IngestRequest(BaseModel):
@@ -126,6 +145,7 @@ class IngestRequest(BaseModel):
     agent: str | None = Field(None, max_length=200, description="Agent id, for the source list.")
     status: list[SourceStatus] | None = Field(None, max_length=200)
     sent_at: float | None = Field(None, description="Agent wall clock at send, unix seconds.")
+    stats: AgentStats | None = None
 
 
 class IngestResult(BaseModel):
@@ -133,3 +153,6 @@ class IngestResult(BaseModel):
     duplicates: int = Field(description="Frames already stored earlier (by source and seq), acknowledged.")
     rows: int = Field(description="Rows stored (after folding high-cardinality files).")
     folded_rows: int = Field(0, description="Rows folded into the '(other files)' element.")
+    suspend: list[str] | None = Field(
+        None, description="Sources of this agent that an operator suspended: the agent detaches them until "
+                          "they leave this list. Absent when the request named no agent.")

@@ -160,13 +160,36 @@ class SourcePublic(BaseModel):
     name: str
     host: str | None = None
     families: list[str]
-    state: str
+    state: str = Field(description="active, off, error, suspended or standby, as the agent last reported it")
     reason: str
     demo: bool
     last_seen: float
+    suspendable: bool = False
+    suspend_requested: bool = Field(False, description="An operator asked for it to be suspended; the agent "
+                                                       "applies this within a second or two")
+    cost: dict[str, float] | None = Field(None, description="The source's own cost over its last second")
+
+
+class AgentPublic(BaseModel):
+    agent: str
+    last_seen: float
+    cpu_pct: float | None = Field(None, description="Agent process CPU, % of one core")
+    rss_bytes: int | None = None
+    queue_frames: int | None = None
+    queue_bytes: int | None = None
+    dropped_frames: int | None = None
+    in_process: bool = Field(False, description="Runs inside the server (its CPU and RSS are the server's)")
+
+
+class SourceControlRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=100)
 
 
 class SourceList(BaseModel):
+    agents: list[AgentPublic] = Field(default_factory=list)
     sources: list[SourcePublic]
     families: dict[str, bool] = Field(description="Family -> whether any active source feeds it")
     missing: dict[str, str] = Field(default_factory=dict,

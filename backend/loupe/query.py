@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from .catalog import HISTOGRAMS, CatalogError, check_dim, check_hist, metric, statistic_name
 from .models import BreakdownResult, BreakdownRow, Bucket, QueryResult, Series, StatisticPublic
@@ -38,7 +39,28 @@ def parse_statistic(metric_name: str, by: str | None, where: list[str] | None) -
         raise QueryError(str(e)) from None
     if band and by in HISTOGRAMS and by != band[0]:
         raise QueryError(f"a {band[0]} band cannot be combined with a breakdown by {by}")
-    return Statistic(m, by or None, tuple((k, tuple(v)) for k, v in sorted(filters.items())), band)
+    return Statistic(m, by or None, tuple((k, tuple(v)) for k, v in sorted(filters.items())), band,
+                     layer_of(m, by, filters))
+
+
+def layer_of(m, by: str | None, filters: dict) -> tuple[str, bool] | None:
+    """The row layer a statistic reads, for metrics measured at two granularities.
+
+    net.bytes has per-interface rows (procfs) and per-client rows (the socket probe):
+    both cover the same bytes, so a statistic must read one layer or count twice.
+    Asking about a detail dimension (client, port) selects the detail rows; anything
+    else reads the base rows."""
+    if m.layer is None:
+        return None
+    marker, detail, base = m.layer
+    used = {by, *filters} - {None}
+    if used & set(detail):
+        clash = used & set(base)
+        if clash:
+            raise QueryError(f"{m.name} cannot use {', '.join(sorted(used & set(detail)))} together with "
+                             f"{', '.join(sorted(clash))}: per-{marker} rows do not carry {', '.join(sorted(clash))}")
+        return marker, True
+    return marker, False
 
 
 def _parse_band(m, dim: str, value: str) -> tuple[str, int, int]:
@@ -62,7 +84,7 @@ def band_of(stat: Statistic, dim: str, lo: int, hi: int) -> Statistic:
     except CatalogError as e:
         raise QueryError(str(e)) from None
     band = _parse_band(stat.metric, dim, f"{lo}:{hi}")
-    return Statistic(stat.metric, stat.by, stat.where, band)
+    return replace(stat, band=band)
 
 
 def window_for(

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .config import Settings
+from .control import SourceControl
 from .frame import IngestRequest
 from .live import LiveHub
 from .store.base import IngestOutcome
@@ -41,7 +42,8 @@ class Loupe:
                                  compact_every=settings.compact_every)
         self.token = ingest_token(settings)
         self.hub = LiveHub()
-        self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers)
+        self.control = SourceControl(settings.data_dir / "sources.json")
+        self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.agent_stops: list[threading.Event] = []
@@ -65,6 +67,8 @@ class Loupe:
         if req.agent and req.status is not None:
             host = req.frames[0].host if req.frames else None
             self.store.record_status(req.agent, host, req.status, received_at)
+        if req.agent:
+            self.control.report(req.agent, req.status, req.stats, received_at)
         return out
 
     def start_background(self) -> None:
@@ -97,11 +101,11 @@ class Loupe:
                 log.exception("store upkeep failed")
 
     def start_local_agent(self, url: str, *, demo: bool) -> None:
-        """Run this machine's procfs agent (and the demo NAS) in-process, posting over HTTP like any agent."""
+        """Run this machine's agent (and the demo NAS) in-process, posting over HTTP like any agent."""
         from loupe_probes.agent import start_in_thread
 
         _, stop = start_in_thread(
-            server=url, token=self.token, sources=["procfs"], state_dir=Path(self.settings.data_dir) / "agent",
+            server=url, token=self.token, sources=self.settings.local_sources.split(","), state_dir=Path(self.settings.data_dir) / "agent",
         )
         self.agent_stops.append(stop)
         if demo:

@@ -21,11 +21,15 @@ HEADLINES = {
     "disk": (("disk", "op"), {"disk_ops": ("count", "Disk I/O operations", 1.0), "disk_bytes": ("bytes", "Disk bytes", 1.0)}),
     "cpu": (("mode",), {"cpu_seconds": ("count", "CPU seconds by mode", 1e-6)}),
     "net": (("interface", "direction"), {"net_bytes": ("bytes", "Network bytes", 1.0), "net_packets": ("count", "Network packets", 1.0)}),
+    "tcp": ((), {"tcp_retransmits": ("count", "TCP retransmits", 1.0)}),
 }
+# Rows of a finer layer that the headline would count twice (see catalog.Metric.layer):
+# per-client socket rows beside per-interface rows, per-application CPU beside per-mode.
+HEADLINE_ROWS = {"net": ("client", False), "cpu": ("application", False)}
 
 
 class Telemetry(Collector):
-    def __init__(self, store_size=lambda: 0, subscribers=lambda: 0) -> None:
+    def __init__(self, store_size=lambda: 0, subscribers=lambda: 0, control=None) -> None:
         self._lock = threading.Lock()
         self.frames = defaultdict(int)  # result -> n
         self.rows = 0
@@ -38,12 +42,19 @@ class Telemetry(Collector):
         self.headline: dict[str, dict[tuple, float]] = defaultdict(lambda: defaultdict(float))
         self.store_size = store_size
         self.subscribers = subscribers
+        self.control = control  # SourceControl: agents' and probes' own cost
         self.started = time.time()
 
     def observe_tables(self, tables: dict[str, pa.Table], received_at: float) -> None:
         """Add one ingest's stored rows to the headline counters, summed by Arrow, not row by row."""
         sums = {}
         for family, table in tables.items():
+            if family not in HEADLINES:
+                continue
+            if family in HEADLINE_ROWS:
+                dim, keep_set = HEADLINE_ROWS[family]
+                empty = pc.equal(table.column(dim), "")
+                table = table.filter(pc.invert(empty) if keep_set else empty)
             labels, counters = HEADLINES[family]
             keys = ["host", *labels]
             fields = sorted({f for f, _, _ in counters.values()})
@@ -94,3 +105,38 @@ class Telemetry(Collector):
                                       value=self.live_dropped)
         yield GaugeMetricFamily("loupe_store_bytes", "Size of the store on disk", value=self.store_size())
         yield GaugeMetricFamily("loupe_live_subscribers", "Open live WebSocket connections", value=self.subscribers())
+        if self.control is not None:
+            yield from self._self_cost()
+
+    def _self_cost(self):
+        """Each probe's and agent's own cost, as they last reported it (one series per probe, not per file)."""
+        costs = self.control.costs()
+        for key, help_ in SOURCE_COST.items():
+            g = GaugeMetricFamily(f"loupe_source_{key}", help_, labels=["agent", "source"])
+            for (agent, name), c in sorted(costs.items()):
+                if key in c:
+                    g.add_metric([agent, name], c[key])
+            yield g
+        agents = self.control.agents()
+        for key, help_ in AGENT_STATS.items():
+            g = GaugeMetricFamily(f"loupe_agent_{key}", help_, labels=["agent"])
+            for agent, v in sorted(agents.items()):
+                st = v.get("stats") or {}
+                if key in st:
+                    g.add_metric([agent], float(st[key]))
+            yield g
+
+
+SOURCE_COST = {
+    "runs_per_s": "BPF program runs in the probe's last second (bpf_stats)",
+    "bpf_cpu_pct": "BPF program run time in the last second, % of one CPU (bpf_stats)",
+    "ns_per_run": "Mean BPF run time per event, ns",
+    "map_fill": "Fill of the probe's aggregation map at drain, 0..1",
+    "dropped_total": "Events counted into the overflow row because a map was full, since the probe started",
+}
+AGENT_STATS = {
+    "cpu_pct": "Agent process CPU over its last second, % of one core",
+    "rss_bytes": "Agent process resident memory",
+    "queue_frames": "Frames waiting to be delivered",
+    "dropped_frames": "Frames dropped because the agent's queue was full, since start",
+}

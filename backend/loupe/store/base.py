@@ -24,6 +24,9 @@ class Statistic:
     by: str | None = None
     where: tuple[tuple[str, tuple[str, ...]], ...] = ()
     band: tuple[str, int, int] | None = None
+    # Which of the metric's row layers to read (see catalog.Metric.layer): (dim, True)
+    # keeps rows where dim is set, (dim, False) rows where it is empty. Not shown to users.
+    layer: tuple[str, bool] | None = None
 
     @property
     def where_dict(self) -> dict[str, list[str]]:

@@ -28,7 +28,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -64,8 +64,9 @@ class _Job:
 
 def _sort_key(fam: Family) -> list[str]:
     # host, then the dimension users drill into most, then ts: one element's history is contiguous.
-    order = {"nfs": ["host", "client", "file"], "net": ["host", "client"], "disk": ["host", "disk"], "cpu": ["host"]}
-    return order[fam.name] + ["ts"]
+    order = {"nfs": ["host", "client", "file"], "net": ["host", "client"], "tcp": ["host", "client"],
+             "disk": ["host", "disk"], "cpu": ["host"]}
+    return order.get(fam.name, ["host"]) + ["ts"]
 
 
 def _hist_cols(fam: Family) -> list[str]:
@@ -128,6 +129,7 @@ class DuckDBStore(Store):
     def _create(self) -> None:
         db = self._db
         self._migrate_hot()
+        self._migrate_dims()
         for fam in FAMILIES.values():
             cols = ["ts BIGINT NOT NULL"] + [f"{d} VARCHAR NOT NULL" for d in fam.dims]
             cols += ["count BIGINT NOT NULL", "bytes BIGINT NOT NULL", "lat_sum BIGINT NOT NULL"]
@@ -164,6 +166,18 @@ class DuckDBStore(Store):
                                        "open it with the Loupe that wrote it, or move the data directory aside")
                 self._db.execute(f"DROP VIEW IF EXISTS {fam}_s_hotv")
                 self._db.execute(f"DROP TABLE {fam}_s_hot")
+
+    def _migrate_dims(self) -> None:
+        """A dimension added to a family later (e.g. net's ``port``) becomes a column of
+        empty strings in the tables that predate it: old rows read as "(none)"."""
+        for fam in FAMILIES.values():
+            for table in (f"{fam.name}_{t}" for t in ("s", "m", "h", "s_hot")):
+                cols = {c for (c,) in self._db.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+                for d in fam.dims:
+                    if cols and d not in cols:
+                        log.info("store: adding dimension %s to %s", d, table)
+                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {d} VARCHAR DEFAULT ''")
 
     def _check_layout(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
@@ -421,6 +435,8 @@ class DuckDBStore(Store):
                 params.append(v)
                 ph.append(f"${len(params)}")
             conds.append(f"{dim} IN ({', '.join(ph)})")
+        if stat.layer is not None:
+            conds.append(f"{stat.layer[0]} {'<>' if stat.layer[1] else '='} ''")
         extra = "".join(f" AND {c}" for c in conds)
         parts = [
             f"SELECT {select} FROM {table} WHERE ts >= {lo} AND ts < {hi}{extra}"
@@ -465,7 +481,7 @@ class DuckDBStore(Store):
         top_keys = [k for k, _ in ranked[: int(top)]] if stat.by else []
         # Pass 2: the top elements only; filtering on the sort key lets zone maps skip the rest.
         if top_keys:
-            only_top = Statistic(stat.metric, stat.by, stat.where + ((stat.by, tuple(top_keys)),), stat.band)
+            only_top = replace(stat, where=stat.where + ((stat.by, tuple(top_keys)),))
             params = []
             src = self._source_sql(only_top, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
             for i, k, v in self._cur.execute(f"SELECT i, k, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL",
@@ -500,7 +516,7 @@ class DuckDBStore(Store):
             exps = [e for e in exps if stat.band[1] <= e <= stat.band[2]]
         cols = [h.column(e) for e in exps]
         params: list = []
-        src = self._source_sql(Statistic(stat.metric, None, stat.where), window, "ts, " + ", ".join(cols), params)
+        src = self._source_sql(replace(stat, by=None, band=None), window, "ts, " + ", ".join(cols), params)
         sums = ", ".join(f"sum({c})::DOUBLE" for c in cols)
         sql = f"SELECT (ts - {window.start}) // {window.step} AS i, {sums} FROM ({src}) GROUP BY i"
         m = np.zeros((window.points, len(exps)))
@@ -645,7 +661,7 @@ class DuckDBStore(Store):
                 for fam in FAMILIES.values():
                     order = ", ".join(_sort_key(fam))
                     n = cur.execute(
-                        f"INSERT INTO {fam.name}_s SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff} ORDER BY {order}"
+                        f"INSERT INTO {fam.name}_s BY NAME SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff} ORDER BY {order}"
                     ).fetchone()[0]
                     cur.execute(f"DELETE FROM {fam.name}_s_hot WHERE ts < {cutoff}")
                     moved += int(n)

@@ -113,10 +113,44 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Sources reported by agents, with state and reason */
+        /** Agents and their sources, with state, reason and their own cost */
         get: operations["sources_api_v1_sources_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a suspended probe */
+        post: operations["resume_api_v1_sources_resume_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Suspend a probe: its agent detaches it within a second or two */
+        post: operations["suspend_api_v1_sources_suspend_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -215,6 +249,67 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AgentPublic */
+        AgentPublic: {
+            /** Agent */
+            agent: string;
+            /**
+             * Cpu Pct
+             * @description Agent process CPU, % of one core
+             */
+            cpu_pct?: number | null;
+            /** Dropped Frames */
+            dropped_frames?: number | null;
+            /**
+             * In Process
+             * @description Runs inside the server (its CPU and RSS are the server's)
+             * @default false
+             */
+            in_process: boolean;
+            /** Last Seen */
+            last_seen: number;
+            /** Queue Bytes */
+            queue_bytes?: number | null;
+            /** Queue Frames */
+            queue_frames?: number | null;
+            /** Rss Bytes */
+            rss_bytes?: number | null;
+        };
+        /**
+         * AgentStats
+         * @description The agent process's own cost and delivery state.
+         */
+        AgentStats: {
+            /**
+             * Cpu Pct
+             * @description CPU of the agent process over its last second, % of one core
+             */
+            cpu_pct: number;
+            /**
+             * Dropped Frames
+             * @description Frames dropped because the queue was full, since start
+             * @default 0
+             */
+            dropped_frames: number;
+            /**
+             * In Process
+             * @description Runs inside the server process (cpu and rss are the server's)
+             * @default false
+             */
+            in_process: boolean;
+            /**
+             * Queue Bytes
+             * @default 0
+             */
+            queue_bytes: number;
+            /**
+             * Queue Frames
+             * @default 0
+             */
+            queue_frames: number;
+            /** Rss Bytes */
+            rss_bytes: number;
+        };
         /** BreakdownResult */
         BreakdownResult: {
             /** Approximate */
@@ -369,6 +464,7 @@ export interface components {
              * @description Agent wall clock at send, unix seconds.
              */
             sent_at?: number | null;
+            stats?: components["schemas"]["AgentStats"] | null;
             /** Status */
             status?: components["schemas"]["SourceStatus"][] | null;
         };
@@ -402,6 +498,11 @@ export interface components {
              * @description Rows stored (after folding high-cardinality files).
              */
             rows: number;
+            /**
+             * Suspend
+             * @description Sources of this agent that an operator suspended: the agent detaches them until they leave this list. Absent when the request named no agent.
+             */
+            suspend?: string[] | null;
         };
         /** MembersResult */
         MembersResult: {
@@ -556,8 +657,17 @@ export interface components {
             /** Values */
             values: number[];
         };
+        /** SourceControlRequest */
+        SourceControlRequest: {
+            /** Agent */
+            agent: string;
+            /** Name */
+            name: string;
+        };
         /** SourceList */
         SourceList: {
+            /** Agents */
+            agents?: components["schemas"]["AgentPublic"][];
             /**
              * Families
              * @description Family -> whether any active source feeds it
@@ -579,6 +689,13 @@ export interface components {
         SourcePublic: {
             /** Agent */
             agent: string;
+            /**
+             * Cost
+             * @description The source's own cost over its last second
+             */
+            cost?: {
+                [key: string]: number;
+            } | null;
             /** Demo */
             demo: boolean;
             /** Families */
@@ -591,14 +708,35 @@ export interface components {
             name: string;
             /** Reason */
             reason: string;
-            /** State */
+            /**
+             * State
+             * @description active, off, error, suspended or standby, as the agent last reported it
+             */
             state: string;
+            /**
+             * Suspend Requested
+             * @description An operator asked for it to be suspended; the agent applies this within a second or two
+             * @default false
+             */
+            suspend_requested: boolean;
+            /**
+             * Suspendable
+             * @default false
+             */
+            suspendable: boolean;
         };
         /**
          * SourceStatus
          * @description What an agent says about one of its sources, for the UI's source list.
          */
         SourceStatus: {
+            /**
+             * Cost
+             * @description The source's own cost over the last second: for BPF probes runs_per_s, bpf_cpu_pct, ns_per_run (from bpf_stats), map_fill (0..1), dropped, dropped_total, drain_ms.
+             */
+            cost?: {
+                [key: string]: number;
+            } | null;
             /**
              * Demo
              * @description True when the source produces synthetic demo data.
@@ -622,8 +760,17 @@ export interface components {
              * @default
              */
             reason: string;
-            /** State */
+            /**
+             * State
+             * @description standby: another source measures the same and is active (reason names it)
+             */
             state: string;
+            /**
+             * Suspendable
+             * @description Can be suspended and resumed from the API.
+             * @default false
+             */
+            suspendable: boolean;
         };
         /** StatisticPublic */
         StatisticPublic: {
@@ -1044,6 +1191,100 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SourceList"];
+                };
+            };
+        };
+    };
+    resume_api_v1_sources_resume_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourceControlRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourcePublic"];
+                };
+            };
+            /** @description No such agent/source */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not suspendable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    suspend_api_v1_sources_suspend_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourceControlRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourcePublic"];
+                };
+            };
+            /** @description No such agent/source */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not suspendable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

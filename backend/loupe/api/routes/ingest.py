@@ -18,4 +18,5 @@ class IngestResponse(IngestResult):
 async def ingest(req: IngestRequest, loupe: LoupeDep) -> IngestResponse:
     out = await run_in_threadpool(loupe.ingest, req)
     return IngestResponse(accepted=out.accepted, duplicates=out.duplicates, rows=out.rows,
-                          folded_rows=out.folded_rows, rejected=out.rejected)
+                          folded_rows=out.folded_rows, rejected=out.rejected,
+                          suspend=loupe.control.suspended(req.agent) if req.agent else None)

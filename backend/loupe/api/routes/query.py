@@ -1,3 +1,4 @@
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -5,7 +6,6 @@ from fastapi import APIRouter, Query
 from ...catalog import HISTOGRAMS
 from ...models import BreakdownResult, HeatmapResult, MembersResult, QueryResult
 from ...query import QueryError, band_of, band_phrase, bucket_model, public, to_breakdown, to_query_result, window_for
-from ...store.base import Statistic
 from ..deps import LoupeDep, RangeDep, StatisticDep, StoreDep, TopDep, WindowDep
 
 router = APIRouter(tags=["statistics"])
@@ -40,7 +40,7 @@ def heatmap(
     hm = store.heatmap(stat, dim, window)
     w = hm.window
     return HeatmapResult(
-        statistic=public(Statistic(stat.metric, dim, stat.where, stat.band)), dim=dim, tier=w.tier, step=w.step,
+        statistic=public(replace(stat, by=dim)), dim=dim, tier=w.tier, step=w.step,
         start=w.start, end=w.end, timestamps=list(range(w.start, w.end, w.step)),
         buckets=[bucket_model(dim, e) for e in hm.buckets],
         cells=[[t, b, v] for t, b, v in hm.cells], max=max((v for _, _, v in hm.cells), default=0.0),

@@ -1,0 +1,1 @@
+"""CO-RE BPF probes: the libbpf binding (:mod:`.libbpf`) and the probe base (:mod:`.probe`)."""

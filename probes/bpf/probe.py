@@ -1,0 +1,294 @@
+"""The base of every BPF probe: load, attach, drain once a second, report cost.
+
+A probe is a folder ``probes/<name>/`` with ``<name>.bpf.c`` (built by ``make bpf``
+into ``<name>.bpf.o`` beside it) and a subclass of :class:`BpfProbe` declaring
+what to attach and which maps to drain; its ``decode`` turns the drained
+key/value bytes into frame rows. Everything else (privilege checks, the reason a
+probe is off, suspend/resume, run-time cost, overflow counters) lives here.
+
+Map conventions, shared with ``include/loupe.bpf.h``:
+
+* maps listed in ``DRAIN`` are hash maps, drained (batch lookup-and-delete) each
+  second: the kernel aggregates, user space only hands the totals on;
+* maps listed in ``COUNTERS`` are arrays of u64 counters (``drops``, the ``other``
+  overflow row) that cannot be drained atomically: they are read cumulatively,
+  and ``decode`` gets the per-second difference.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..source import Collected, status_entry
+from . import libbpf
+from .libbpf import BpfError, BpfObject
+
+log = logging.getLogger("loupe.bpf")
+
+_stats_lock = threading.Lock()
+_stats: libbpf.Stats | None = None
+_stats_users = 0
+
+
+def _hold_stats() -> None:
+    global _stats, _stats_users
+    with _stats_lock:
+        if _stats is None:
+            _stats = libbpf.enable_stats()
+            if _stats.error:
+                log.info("BPF run-time stats unavailable: %s", _stats.error)
+        _stats_users += 1
+
+
+def _release_stats() -> None:
+    global _stats, _stats_users
+    with _stats_lock:
+        _stats_users -= 1
+        if _stats_users <= 0 and _stats is not None:
+            _stats.close()
+            _stats, _stats_users = None, 0
+
+
+def u64_delta(now: bytes, before: bytes | None) -> bytes:
+    """Element-wise difference of two u64 arrays (a counter map's value), floored at 0."""
+    n = len(now) // 8
+    a = struct.unpack(f"<{n}Q", now[:n * 8])
+    b = struct.unpack(f"<{n}Q", before[:n * 8]) if before else (0,) * n
+    return struct.pack(f"<{n}Q", *(max(0, x - y) for x, y in zip(a, b)))
+
+
+def sum_percpu(m: libbpf.BpfMap, value: bytes) -> bytes:
+    """Add up a per-CPU value's slices, as u64 arrays."""
+    if not m.percpu:
+        return value
+    parts = m.per_cpu(value)
+    n = m.value_size // 8
+    total = [0] * n
+    for p in parts:
+        for i, x in enumerate(struct.unpack(f"<{n}Q", p[:n * 8])):
+            total[i] += x
+    return struct.pack(f"<{n}Q", *total)
+
+
+class BpfProbe:
+    """A Source backed by one CO-RE BPF object. Subclasses fill in the declaration."""
+
+    name = "bpf.example"
+    families: tuple[str, ...] = ()
+    OBJECT = ""  # "<name>.bpf.o", found next to the subclass's module
+    PROGRAMS: tuple[str, ...] = ()  # must attach, or the probe is off
+    OPTIONAL_PROGRAMS: tuple[str, ...] = ()  # attached when the kernel allows; reported otherwise
+    DRAIN: tuple[str, ...] = ()
+    COUNTERS: tuple[str, ...] = ("drops",)
+    replayable = False
+    replaces: tuple[str, ...] = ()  # registry names this probe supersedes while active
+
+    def __init__(self, host: str, *, object_dir: str | os.PathLike | None = None) -> None:
+        self.host = host
+        self._dir = Path(object_dir) if object_dir else Path(sys.modules[type(self).__module__].__file__).parent
+        self.obj: BpfObject | None = None
+        self.state = "off"
+        self.reason = ""
+        self.notes: list[str] = []  # optional programs that did not attach, and why
+        self._started = False
+        self._suspended = False
+        self._counters: dict[str, bytes] = {}
+        self._prog_prev: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+        self.cost: dict[str, float] = {}
+        self.drops_total = 0
+        self.missed_total = 0
+        self._miss_prev: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ hooks
+    def requirements(self) -> str | None:
+        """Why this probe cannot run on this kernel (checked before loading), or None."""
+        return None
+
+    def prepare(self, obj: BpfObject) -> None:
+        """After load, before attach: write config maps, attach tc programs, ..."""
+
+    def decode(self, drained: dict[str, list[tuple[bytes, bytes]]], ts: int) -> Collected:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def object_path(self) -> Path:
+        return self._dir / self.OBJECT
+
+    def start(self) -> bool:
+        """Load and attach; afterwards ``state``/``reason`` say how it went. Idempotent."""
+        with self._lock:
+            if self._started:
+                return self.state == "active"
+            self._started = True
+            why = libbpf.why_not_bpf() or self.requirements()
+            if why:
+                self.state, self.reason = "off", why
+                log.info("%s off: %s", self.name, why)
+                return False
+            try:
+                self._load()
+            except BpfError as e:
+                self.state, self.reason = "error", str(e)[:500]
+                log.warning("%s: %s", self.name, e)
+                self._close_obj()
+                return False
+            self.state, self.reason = "active", "; ".join(self.notes)
+            _hold_stats()
+            return True
+
+    def _load(self) -> None:
+        skip: list[str] = []
+        try:
+            obj = BpfObject(self.object_path)
+        except BpfError as first:
+            if not self.OPTIONAL_PROGRAMS:
+                raise
+            # An optional program (e.g. fentry, which some kernels refuse) may be what
+            # failed to load; the required ones still give a working probe without it.
+            skip = list(self.OPTIONAL_PROGRAMS)
+            obj = BpfObject(self.object_path, skip=tuple(skip))
+            self.notes.append(f"optional {', '.join(skip)} not loaded: {first}")
+        self.obj = obj
+        self.prepare(obj)
+        for p in self.PROGRAMS:
+            obj.attach(p)
+        for p in self.OPTIONAL_PROGRAMS:
+            if p in skip:
+                continue
+            try:
+                obj.attach(p)
+            except BpfError as e:
+                self.notes.append(f"optional {p} not attached: {e}")
+        for name in self.COUNTERS:
+            self._counters[name] = self._read_counter(name)
+        self._miss_prev = obj.prog_misses()
+
+    def _read_counter(self, name: str) -> bytes:
+        assert self.obj is not None
+        m = self.obj.map(name)
+        value = m.lookup((0).to_bytes(4, "little")) or bytes(m.value_bytes)
+        return sum_percpu(m, value)
+
+    def close(self) -> None:
+        with self._lock:
+            was = self.obj is not None
+            self._close_obj()
+            if was:
+                _release_stats()
+            self._started = False
+            if self.state == "active":
+                self.state, self.reason = "off", "stopped"
+
+    def _close_obj(self) -> None:
+        if self.obj is not None:
+            self.obj.close()
+            self.obj = None
+
+    # ------------------------------------------------------------------ suspend / resume
+    def suspend(self) -> None:
+        """Detach every program: no overhead at all until resumed (maps are kept)."""
+        with self._lock:
+            if self.obj is not None and not self._suspended:
+                self.obj.detach()
+            self._suspended = True
+
+    def resume(self) -> None:
+        with self._lock:
+            if not self._suspended:
+                return
+            self._suspended = False
+            if self.obj is None:
+                return
+            for name in self.DRAIN:
+                self.obj.map(name).clear()  # half a second of stale data would land on the next tick
+            self.prepare(self.obj)
+            for p in self.PROGRAMS:
+                self.obj.attach(p)
+            for p in self.OPTIONAL_PROGRAMS:
+                if self.obj.has_program(p):
+                    try:
+                        self.obj.attach(p)
+                    except BpfError:
+                        pass
+            for name in self.COUNTERS:
+                self._counters[name] = self._read_counter(name)
+
+    @property
+    def suspended(self) -> bool:
+        return self._suspended
+
+    # ------------------------------------------------------------------ Source
+    def status(self) -> list[dict]:
+        if not self._started:
+            self.start()
+        state, reason = self.state, self.reason
+        if self._suspended and state == "active":
+            state, reason = "suspended", "suspended from the API; programs detached"
+        st = status_entry(self.name, self.families, state, reason)
+        if self.cost:
+            st["cost"] = dict(self.cost)
+        return [st]
+
+    def collect(self, ts: int) -> Collected:
+        if not self._started:
+            self.start()
+        with self._lock:
+            if self.obj is None or self._suspended:
+                self.cost = {}
+                return []
+            t0 = time.perf_counter()
+            ru0 = resource.getrusage(resource.RUSAGE_THREAD) if hasattr(resource, "RUSAGE_THREAD") else None
+            drained = {name: self.obj.map(name).drain() for name in self.DRAIN}
+            fill = max((len(drained[n]) / max(1, self.obj.map(n).max_entries) for n in self.DRAIN), default=0.0)
+            for name in self.COUNTERS:
+                now = self._read_counter(name)
+                drained[name] = [((0).to_bytes(4, "little"), u64_delta(now, self._counters.get(name)))]
+                self._counters[name] = now
+            drops = drained.get("drops", [(b"", bytes(8))])[0][1]
+            dropped = int.from_bytes(drops[:8], "little") if drops else 0
+            self.drops_total += dropped
+            out = self.decode(drained, ts)
+            self.cost = self._cost(fill, dropped, time.perf_counter() - t0, ru0)
+            return out
+
+    def _cost(self, fill: float, dropped: int, wall: float, ru0) -> dict[str, float]:
+        assert self.obj is not None
+        misses = self.obj.prog_misses()
+        missed = sum(max(0, m - self._miss_prev.get(p, 0)) for p, m in misses.items())
+        self._miss_prev = misses
+        self.missed_total += missed
+        stats = self.obj.prog_stats()
+        runs = sum(max(0, c - self._prog_prev.get(p, (0, 0))[0]) for p, (c, _) in stats.items())
+        ns = sum(max(0, t - self._prog_prev.get(p, (0, 0))[1]) for p, (_, t) in stats.items())
+        self._prog_prev = stats
+        cost = {
+            "runs_per_s": float(runs),
+            "bpf_cpu_pct": ns / 1e7,  # ns of BPF run time in one second, as % of one CPU
+            "ns_per_run": (ns / runs) if runs else 0.0,
+            "map_fill": round(fill, 4),
+            "dropped": float(dropped),
+            "dropped_total": float(self.drops_total),
+            # runs the kernel skipped because the program was already running on that
+            # CPU (an interrupt nested in it): those events are not counted at all
+            "missed": float(missed),
+            "missed_total": float(self.missed_total),
+            "drain_ms": wall * 1e3,
+        }
+        if ru0 is not None:
+            ru1 = resource.getrusage(resource.RUSAGE_THREAD)
+            cost["drain_cpu_ms"] = ((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)) * 1e3
+        return cost
+
+
+def hist_dict(counts, lo: int) -> dict[str, int]:
+    """A BPF histogram array (index 0 = exponent ``lo``) as a frame ``hist`` entry."""
+    return {str(lo + i): int(c) for i, c in enumerate(counts) if c}

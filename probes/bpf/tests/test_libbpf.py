@@ -1,0 +1,75 @@
+"""The libbpf binding and the probe base: decoders table-driven, maps against the real kernel."""
+
+import struct
+
+import pytest
+
+from loupe_probes.bpf import libbpf
+from loupe_probes.bpf.libbpf import BpfError, BpfObject
+from loupe_probes.bpf.probe import hist_dict, u64_delta
+from loupe_probes.bpf.testing import REPO, require_bpf
+
+DISK_OBJ = REPO / "probes" / "disk" / "disk.bpf.o"
+
+
+@pytest.mark.parametrize("capeff, ok", [
+    ("000001ffffffffff", True),   # root
+    ("0000000000000000", False),  # no capabilities
+    ("0000000000200000", True),   # CAP_SYS_ADMIN only (before 5.8 that was the way)
+    ("000000c000000000", True),   # CAP_BPF + CAP_PERFMON
+    ("0000008000000000", False),  # CAP_BPF alone cannot attach tracing programs
+])
+def test_capabilities(capeff, ok):
+    assert libbpf.has_bpf_caps(f"Name:\tx\nCapEff:\t{capeff}\n") is ok
+
+
+@pytest.mark.parametrize("now, before, expect", [
+    ((5, 7), (2, 7), (3, 0)),
+    ((5, 7), None, (5, 7)),
+    ((1, 0), (3, 0), (0, 0)),  # a counter never goes back: a reset reads as zero, not negative
+])
+def test_u64_delta(now, before, expect):
+    pack = lambda t: struct.pack(f"<{len(t)}Q", *t)  # noqa: E731
+    assert u64_delta(pack(now), pack(before) if before else None) == pack(expect)
+
+
+@pytest.mark.parametrize("counts, lo, expect", [
+    ([0, 3, 0, 1], 10, {"11": 3, "13": 1}),
+    ([0, 0], 9, {}),
+    ([7], 12, {"12": 7}),
+])
+def test_hist_dict(counts, lo, expect):
+    assert hist_dict(counts, lo) == expect
+
+
+def test_missing_object_says_how_to_build_it(tmp_path):
+    with pytest.raises(BpfError, match="not built"):
+        BpfObject(tmp_path / "nope.bpf.o")
+
+
+def test_btf_names_this_kernels_tracepoints():
+    if not libbpf.BTF_VMLINUX.exists():
+        pytest.skip("no /sys/kernel/btf/vmlinux")
+    assert libbpf.btf_has("btf_trace_sched_switch")
+    assert not libbpf.btf_has("btf_trace_no_such_tracepoint")
+
+
+def test_batch_drain_returns_every_entry_once_and_empties_the_map():
+    require_bpf(DISK_OBJ)
+    with BpfObject(DISK_OBJ) as obj:
+        m = obj.map("io")
+        assert (m.key_size, m.max_entries, m.percpu) == (8, 4096, False)
+        n = 3000  # more than one batch chunk's worth of hash buckets
+        for i in range(n):
+            m.update(struct.pack("<IB3x", i, i % 5), struct.pack("<Q", i) + bytes(m.value_size - 8))
+        got = m.drain()
+        assert len(got) == n
+        assert sorted(struct.unpack_from("<I", k)[0] for k, _ in got) == list(range(n))
+        assert all(struct.unpack_from("<Q", v)[0] == struct.unpack_from("<I", k)[0] for k, v in got)
+        assert m.drain() == []
+        with pytest.raises(BpfError, match="array"):
+            obj.map("drops").drain()
+        with pytest.raises(BpfError, match="no map 'nope'"):
+            obj.map("nope")
+        with pytest.raises(BpfError, match="no program 'nope'"):
+            obj.attach("nope")
