@@ -53,6 +53,7 @@ PROBES: dict[str, Callable[[Options], Source]] = {
     "procfs.net": _procfs("NetSource"),
     "synthetic": _synthetic,
     "bpf.disk": _bpf("disk", "DiskProbe"),
+    "bpf.nfswire": _bpf("nfswire", "NfsWireProbe"),
 }
 
 

@@ -1,0 +1,181 @@
+"""Bridge + network namespaces: N client machines on one /24 with this host.
+
+Names carry a per-run suffix (``lab<6 hex>``: bridge ``lab3fa9c1``, namespaces
+``lab3fa9c1-c1``, host-side veths ``lab3fa9c1v1``); a state file in
+``/run/loupe-lab/`` records the owning PID so that :func:`cleanup_stale` can
+remove what a killed run left behind. Needs root and iproute2.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_DIR = Path("/run/loupe-lab")
+PREFIX = "lab"
+
+
+class LabError(RuntimeError):
+    """The lab could not be built; the message names the step and the cause."""
+
+
+def missing_tools(*tools: str) -> list[str]:
+    return [t for t in tools if shutil.which(t) is None]
+
+
+def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = ["ip", *(["-n", ns] if ns else []), *args]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check and r.returncode:
+        raise LabError(f"`{' '.join(cmd)}` failed: {r.stderr.strip()}")
+    return r
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove(tag: str) -> None:
+    """Delete every namespace and link named after ``tag`` (idempotent)."""
+    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if name.startswith(tag + "-"):
+            _ip("netns", "delete", name, check=False)  # takes its veth ends along
+    r = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        parts = line.split(":")
+        if len(parts) > 1:
+            name = parts[1].strip().split("@")[0]
+            if name.startswith(tag):
+                _ip("link", "delete", name, check=False)
+    (STATE_DIR / tag).unlink(missing_ok=True)
+
+
+def cleanup_stale() -> list[str]:
+    """Remove labs whose owning process is gone; returns their tags."""
+    removed = []
+    if STATE_DIR.is_dir():
+        for f in STATE_DIR.iterdir():
+            try:
+                pid = int(f.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pid = 0
+            if not pid or not _pid_alive(pid):
+                _remove(f.name)
+                removed.append(f.name)
+    return removed
+
+
+def _free_subnet() -> ipaddress.IPv4Network:
+    """A 10.77.x.0/24 no interface of this host uses (parallel labs get their own)."""
+    used = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    for _ in range(256):
+        net = ipaddress.IPv4Network(f"10.77.{secrets.randbelow(250) + 1}.0/24")
+        if f" 10.77.{net.network_address.packed[2]}." not in used:
+            return net
+    raise LabError("no free 10.77.x.0/24 subnet for the lab bridge")
+
+
+@dataclass
+class Client:
+    ns: str
+    ip: str
+
+    def cmd(self, *argv: str) -> list[str]:
+        return ["ip", "netns", "exec", self.ns, *argv]
+
+    def run(self, *argv: str, timeout: float = 120, check: bool = True,
+            input: bytes | None = None) -> subprocess.CompletedProcess:
+        """Run ``argv`` inside this client's namespace."""
+        r = subprocess.run(self.cmd(*argv), capture_output=True, timeout=timeout, input=input)
+        if check and r.returncode:
+            raise LabError(f"client {self.ip}: `{' '.join(argv)}` exited {r.returncode}: "
+                           f"{r.stderr.decode(errors='replace').strip()[-500:]}")
+        return r
+
+
+class Lab:
+    """A bridge with the host at .1 and ``clients`` namespaces at .11, .12, ..."""
+
+    def __init__(self, clients: int = 3) -> None:
+        if os.geteuid() != 0:
+            raise LabError("the lab needs root (network namespaces, bridges)")
+        if missing_tools("ip"):
+            raise LabError("iproute2 (`ip`) is not installed")
+        self.n = clients
+        self.tag = PREFIX + secrets.token_hex(3)
+        self.bridge = self.tag
+        self.net: ipaddress.IPv4Network | None = None
+        self.server_ip = ""
+        self.clients: list[Client] = []
+        self._old_handlers: dict[int, object] = {}
+
+    # ---------------------------------------------------------------- lifecycle
+    def __enter__(self) -> "Lab":
+        self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    def up(self) -> None:
+        cleanup_stale()
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        (STATE_DIR / self.tag).write_text(f"{os.getpid()}\n")
+        self._trap_term()
+        try:
+            self.net = _free_subnet()
+            hosts = list(self.net.hosts())
+            self.server_ip = str(hosts[0])
+            _ip("link", "add", self.bridge, "type", "bridge")
+            _ip("addr", "add", f"{self.server_ip}/24", "dev", self.bridge)
+            _ip("link", "set", self.bridge, "up")
+            for i in range(1, self.n + 1):
+                ns, host_end = f"{self.tag}-c{i}", f"{self.tag}v{i}"
+                ip = str(hosts[9 + i])
+                _ip("netns", "add", ns)
+                _ip("link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
+                _ip("link", "set", host_end, "master", self.bridge)
+                _ip("link", "set", host_end, "up")
+                _ip("addr", "add", f"{ip}/24", "dev", "eth0", ns=ns)
+                _ip("link", "set", "eth0", "up", ns=ns)
+                _ip("link", "set", "lo", "up", ns=ns)
+                self.clients.append(Client(ns, ip))
+        except BaseException:
+            self.down()
+            raise
+
+    def down(self) -> None:
+        _remove(self.tag)
+        self.clients = []
+        for sig, h in self._old_handlers.items():
+            signal.signal(sig, h)
+        self._old_handlers = {}
+
+    def _trap_term(self) -> None:
+        # SIGTERM (e.g. a test runner's timeout) becomes an exception, so the
+        # finally/__exit__ teardown still runs; Ctrl-C already is one.
+        def raise_exit(signum, frame):
+            raise SystemExit(f"terminated by signal {signum}")
+
+        try:
+            self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, raise_exit)
+        except ValueError:  # not the main thread: rely on cleanup_stale()
+            pass
+
+    @property
+    def ifindex(self) -> int:
+        return int(Path(f"/sys/class/net/{self.bridge}/ifindex").read_text())

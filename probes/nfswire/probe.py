@@ -1,0 +1,145 @@
+"""The NFS wire probe: NFSv3 and NFSv4.x decoded from TCP port 2049 at tc.
+
+Server-agnostic (knfsd, nfs-ganesha, anything speaking ONC RPC over TCP): the
+kernel counts per client x proto x op x file handle with latency, size and
+offset histograms (``nfswire.bpf.c``); this module turns handles into paths
+with the name bindings the kernel hands over, and the rows into ``nfs`` frames.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+
+from loupe.catalog import LATENCY, OFFSET, SIZE
+
+from ..bpf.libbpf import BpfError, BpfObject
+from ..bpf.probe import BpfProbe, hist_dict
+from ..source import Collected
+from .names import Resolver
+from .wire import (STATS, Bind, Config, DirChunk, DirKey, Key, Val, client_addr, fh_hash, op_name,
+                   parse_readdirplus, proto_name)
+
+NFS_PORT = 2049
+
+
+def interfaces(sys: str | Path = "/sys") -> list[str]:
+    """Every network interface of this namespace: NFS may arrive on any of them.
+    Seeing a packet twice (bridge port and bridge) is harmless: a segment is
+    decoded only once per flow."""
+    try:
+        return sorted(p.name for p in (Path(sys) / "class" / "net").iterdir())
+    except OSError:
+        return []
+
+
+def row(dims: dict[str, str], v: Val) -> dict:
+    hist = {"latency": hist_dict(v.lat, LATENCY.lo), "size": hist_dict(v.size, SIZE.lo),
+            "offset": hist_dict(v.off, OFFSET.lo)}
+    return {"dims": dims, "count": v.count, "bytes": v.bytes, "lat_sum": v.lat_sum,
+            "hist": {k: h for k, h in hist.items() if h}}
+
+
+def merge(rows: list[dict]) -> list[dict]:
+    """One row per dims: two handles may show as the same file (a name seen as a
+    derived hash before its real handle)."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        k = tuple(sorted(r["dims"].items()))
+        m = out.get(k)
+        if m is None:
+            out[k] = r
+            continue
+        for f in ("count", "bytes", "lat_sum"):
+            m[f] += r[f]
+        for h, buckets in r["hist"].items():
+            mh = m["hist"].setdefault(h, {})
+            for b, c in buckets.items():
+                mh[b] = mh.get(b, 0) + c
+    return list(out.values())
+
+
+class NfsWireProbe(BpfProbe):
+    name = "bpf.nfswire"
+    families = ("nfs",)
+    OBJECT = "nfswire.bpf.o"
+    PROGRAMS = ()  # tc programs: attached per interface in prepare()
+    DRAIN = ("binds", "dirs", "counts")
+    COUNTERS = ("drops", "other", "wire")
+
+    def __init__(self, host: str, *, ifaces: Iterable[str] | None = None, port: int = NFS_PORT,
+                 mount_port: int = 0, exports: Iterable[str] = (), opener=None, **kw) -> None:
+        super().__init__(host, **kw)
+        self.ifaces = list(ifaces) if ifaces is not None else None
+        self.port, self.mount_port = port, mount_port
+        self.resolver = Resolver(exports, opener=opener)
+        self.stats = dict.fromkeys(STATS, 0)  # cumulative, from the kernel's `wire` counters
+        self.attached: list[str] = []
+
+    def prepare(self, obj: BpfObject) -> None:
+        cfg = Config(port=self.port, mount_port=self.mount_port)
+        obj.map("settings").update((0).to_bytes(4, "little"), bytes(cfg))
+        self.attached, missing = [], []
+        for name in self.ifaces if self.ifaces is not None else interfaces():
+            try:
+                idx = _ifindex(name)
+            except OSError:
+                missing.append(name)
+                continue
+            obj.attach_tc("nfswire_ingress", idx, ingress=True)
+            obj.attach_tc("nfswire_egress", idx, ingress=False)
+            self.attached.append(name)
+        if not self.attached:
+            raise BpfError(f"no network interface to attach to (asked for {', '.join(missing) or 'all'})")
+        if missing:
+            self.notes.append(f"interfaces not found: {', '.join(missing)}")
+
+    def handle_bytes(self, h: int) -> bytes | None:
+        """The handle whose hash is ``h``, when the kernel still has it."""
+        if self.obj is None:
+            return None
+        v = self.obj.map("fhs").lookup(h.to_bytes(8, "little"))
+        if v is None:
+            return None
+        return bytes(v[8:8 + v[0]])
+
+    def decode(self, drained: dict[str, list[tuple[bytes, bytes]]], ts: int) -> Collected:
+        for kb, vb in drained.get("binds", ()):
+            b = Bind.from_buffer_copy(vb)
+            name = bytes(b.name[:b.name_len]).decode("utf-8", "surrogateescape")
+            self.resolver.bind(int.from_bytes(kb[:8], "little"), b.parent, name)
+        for kb, vb in drained.get("dirs", ()):
+            k, c = DirKey.from_buffer_copy(kb), DirChunk.from_buffer_copy(vb)
+            for name, fh in parse_readdirplus(bytes(c.data[:c.len])):
+                if name not in (".", ".."):
+                    self.resolver.bind(fh_hash(fh), k.dir, name)
+        w = drained.get("wire")
+        if w:
+            vals = struct.unpack(f"<{len(STATS)}Q", w[0][1][:8 * len(STATS)])
+            for n, v in zip(STATS, vals):
+                self.stats[n] += v
+        rows = []
+        for kb, vb in drained.get("counts", ()):
+            k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
+            if not v.count:
+                continue
+            path = self.resolver.file(k.fh)
+            rows.append(row({"client": client_addr(k.family, bytes(k.addr)), "proto": proto_name(k.proto),
+                             "op": op_name(k.proto, k.op), "share": self.resolver.share(path),
+                             "file": path}, v))
+        if "other" in drained:
+            o = Val.from_buffer_copy(drained["other"][0][1])
+            if o.count:  # the counts map was full: totals kept, detail lost
+                rows.append(row({"client": "(other)", "proto": "", "op": "other", "share": "", "file": ""}, o))
+        rows = merge(rows)
+        rows.sort(key=lambda r: tuple(r["dims"].values()))
+        return [("nfs", self.host, rows)] if rows else []
+
+
+def _ifindex(name: str) -> int:
+    return socket.if_nametoindex(name)
+
+
+__all__ = ["NfsWireProbe", "interfaces", "NFS_PORT"]
