@@ -431,7 +431,7 @@ def _rss_bytes() -> int:
 
 
 # ---------------------------------------------------------------------- entry points
-DEFAULT_SOURCES = ("bpf", "procfs")  # BPF probes report "off" with the reason where they cannot run
+DEFAULT_SOURCES = ("bpf", "procfs", "zfs")  # each reports "off" with the reason where it cannot run
 
 
 def make_agent(server: str = DEFAULT_SERVER, token: str | None = None, sources: Sequence[str] = DEFAULT_SOURCES, *,

@@ -38,6 +38,12 @@ def _synthetic(o: Options) -> Source:
     return SyntheticNAS(clients=o.demo_clients, seed=o.seed, host=o.demo_host)
 
 
+def _zfs(o: Options) -> Source:
+    from .zfs import ZfsSource
+
+    return ZfsSource(o.host, o.proc)
+
+
 def _bpf(module: str, cls: str) -> Callable[[Options], Source]:
     def make(o: Options) -> Source:
         import importlib
@@ -54,6 +60,9 @@ PROBES: dict[str, Callable[[Options], Source]] = {
     "synthetic": _synthetic,
     "bpf.disk": _bpf("disk", "DiskProbe"),
     "bpf.nfswire": _bpf("nfswire", "NfsWireProbe"),
+    "bpf.net": _bpf("net", "NetProbe"),
+    "bpf.cpu": _bpf("cpu", "CpuProbe"),
+    "zfs": _zfs,
 }
 
 

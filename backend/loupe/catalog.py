@@ -83,6 +83,8 @@ FAMILIES: dict[str, Family] = {
         Family("cpu", ("host", "cpu", "mode", "application")),
         Family("net", ("host", "interface", "direction", "client", "port")),
         Family("tcp", ("host", "client", "port")),
+        Family("zfs_arc", ("host", "cache", "result")),
+        Family("zfs_txg", ("host", "pool"), (LATENCY,)),
     )
 }
 
@@ -135,6 +137,12 @@ METRICS: dict[str, Metric] = {
                layer=NET_LAYER),
         Metric("tcp.retransmits", "tcp", "count", "retransmits/s", 1.0, ("host", "client", "port"),
                "TCP retransmits per second", "TCP segments retransmitted, by remote address and local port."),
+        Metric("zfs.arc", "zfs_arc", "count", "accesses/s", 1.0, ("host", "cache", "result"),
+               "ZFS cache accesses per second", "ARC and L2ARC lookups by result (hit, miss, iohit)."),
+        Metric("zfs.txg", "zfs_txg", "count", "syncs/s", 1.0, ("host", "pool"),
+               "ZFS txg syncs per second", "Transaction groups synced, with their sync time.", ("latency",)),
+        Metric("zfs.txg_bytes", "zfs_txg", "bytes", "bytes/s", 1.0, ("host", "pool"),
+               "ZFS txg bytes per second", "Bytes written by synced transaction groups."),
     )
 }
 
@@ -143,7 +151,7 @@ DIM_PHRASE = {
     "host": "host", "proto": "protocol", "op": "type", "client": "client", "share": "share",
     "file": "file", "latency": "latency", "size": "size", "offset": "offset", "disk": "disk",
     "cpu": "CPU", "mode": "mode", "application": "application", "interface": "interface",
-    "direction": "direction", "port": "local port",
+    "direction": "direction", "port": "local port", "cache": "cache", "result": "result", "pool": "pool",
 }
 
 

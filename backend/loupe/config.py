@@ -19,7 +19,7 @@ class Settings(BaseSettings):
     demo_seed: int = 7
     demo_backfill: int = Field(300, ge=0, description="Seconds of demo history generated before live (about 17 s)")
     local_agent: bool = Field(True, description="serve also runs an agent for this machine (BPF probes and procfs)")
-    local_sources: str = Field("bpf,procfs", description="Sources of the local agent, comma-separated registry "
+    local_sources: str = Field("bpf,procfs,zfs", description="Sources of the local agent, comma-separated registry "
                                                          "names or prefixes (see `loupe agent --help`)")
     ingest_token: str | None = Field(None, description="Bearer token agents must send; generated if unset")
 

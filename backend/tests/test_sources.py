@@ -155,3 +155,16 @@ def test_a_store_from_before_a_dimension_existed_gains_it(tmp_path):
         assert dict(zip(agg.keys, (v[0] for v in agg.values))) == {"2049": 990.0, "22": 480.0}
     finally:
         s.close()
+
+
+def test_zfs_families_take_the_zfs_source_rows(client):
+    now = int(time.time()) - 3
+    post(client, [Frame(source="zfs@nas1", seq=now, ts=now, family="zfs_txg", host="nas1", rows=[
+        {"dims": {"pool": "tank"}, "count": 2, "bytes": 3 << 20, "lat_sum": 90_000_000,
+         "hist": {"latency": {"25": 1, "26": 1}}}])])
+    q = client.get("/api/v1/query", params={"metric": "zfs.txg_bytes", "by": "pool", "start": str(now),
+                                            "end": str(now + 1), "step": 1}).json()
+    assert q["series"][0]["key"] == "tank" and q["total"] == [3 << 20]
+    hm = client.get("/api/v1/heatmap", params={"metric": "zfs.txg", "start": str(now), "end": str(now + 1),
+                                               "step": 1}).json()
+    assert sum(hm["total"]) == 2

@@ -52,22 +52,25 @@ struct request___old {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
+/* tp_btf arguments are typed kernel pointers: plain loads (CO-RE relocated, and
+ * checked by the verifier as BTF pointers) cost far less than bpf_probe_read
+ * helper calls, which BPF_CORE_READ would make for each field. */
 static __always_inline __u32 rq_dev(struct request *rq)
 {
 	struct gendisk *disk;
 
 	if (bpf_core_field_exists(rq->q->disk))
-		disk = BPF_CORE_READ(rq, q, disk);
+		disk = rq->q->disk;
 	else
-		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+		disk = ((struct request___old *)rq)->rq_disk;
 	if (!disk)
 		return 0;
-	return (BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+	return ((__u32)disk->major << 20) | disk->first_minor;
 }
 
 static __always_inline __u8 rq_op(struct request *rq)
 {
-	__u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff; /* REQ_OP_MASK */
+	__u32 op = rq->cmd_flags & 0xff; /* REQ_OP_MASK */
 
 	switch (op) {
 	case 0: return DISK_OP_READ;	/* REQ_OP_READ */
@@ -84,7 +87,7 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(disk_issue, struct request *rq)
 {
 	__u64 key = (__u64)rq;
-	struct start_val v = { .ts = bpf_ktime_get_ns(), .size = BPF_CORE_READ(rq, __data_len) };
+	struct start_val v = { .ts = bpf_ktime_get_ns(), .size = rq->__data_len };
 
 	if (bpf_map_update_elem(&start, &key, &v, BPF_ANY))
 		loupe_count_drop(&drops); /* more than 16k requests in flight */
@@ -112,11 +115,11 @@ int BPF_PROG(disk_complete, struct request *rq, blk_status_t error, unsigned int
 	 * part, each firing this tracepoint); __data_len is what remains before this
 	 * part. Bytes count per part, the op and its latency once, at the last. */
 	add(&v->bytes, nr_bytes);
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
+	if (nr_bytes < rq->__data_len)
 		return 0;
 	lat = bpf_ktime_get_ns() - s->ts;
 	size = s->size;
-	off = BPF_CORE_READ(rq, __sector) << 9;
+	off = rq->__sector << 9;
 	bpf_map_delete_elem(&start, &key);
 
 	add(&v->count, 1);

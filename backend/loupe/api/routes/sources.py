@@ -70,4 +70,6 @@ NO_SOURCE = {
     "disk": "no agent reports it: is 'loupe agent' or the local agent running?",
     "net": "no agent reports it: is 'loupe agent' or the local agent running?",
     "tcp": "needs the BPF agent's socket probe (bpf.net, as root)",
+    "zfs_arc": "no ZFS source: the agent's zfs source reads /proc/spl/kstat/zfs where ZFS is loaded",
+    "zfs_txg": "no ZFS source: the agent's zfs source reads /proc/spl/kstat/zfs where ZFS is loaded",
 }

@@ -1,0 +1,107 @@
+"""The network probe's declaration: map layouts (mirroring ``net.bpf.h``) and decoding.
+
+Rows of family ``net`` carry client, local port and direction, and leave
+``interface`` empty: per-interface totals stay with procfs.net, and the catalog's
+layer rule keeps the two from being added together. ``count`` is socket calls
+(sends or receives that moved data), ``bytes`` the payload they moved. Family
+``tcp`` counts retransmitted segments per client and local port.
+
+A socket with no peer (unconnected UDP: a DNS or NFS-over-UDP server answering
+many clients on one socket) has no client to name: it is reported as client
+``(unconnected)`` with its local port, so totals stay whole.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+
+from ..bpf import libbpf
+from ..bpf.probe import BpfProbe, sum_percpu
+from ..source import Collected
+
+DIRECTIONS = ("in", "out")
+UNCONNECTED = "(unconnected)"
+OTHER = "(other)"
+
+
+class NetKey(ctypes.Structure):
+    _fields_ = [("addr", ctypes.c_uint8 * 16), ("port", ctypes.c_uint16), ("dir", ctypes.c_uint8),
+                ("pad", ctypes.c_uint8)]
+
+
+class NetVal(ctypes.Structure):
+    _fields_ = [("calls", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+
+
+class RetransKey(ctypes.Structure):
+    _fields_ = [("addr", ctypes.c_uint8 * 16), ("port", ctypes.c_uint16), ("pad", ctypes.c_uint8 * 2)]
+
+
+class RetransVal(ctypes.Structure):
+    _fields_ = [("segs", ctypes.c_uint64)]
+
+
+def addr_str(raw: bytes) -> str:
+    """16 address bytes as people write them: IPv4 (also when IPv4-mapped), IPv6
+    compressed (RFC 5952), ``(unconnected)`` for all zeros (no peer)."""
+    raw = bytes(raw)
+    if len(raw) != 16:
+        raise ValueError(f"an address key is 16 bytes, got {len(raw)}")
+    if not any(raw):
+        return UNCONNECTED
+    a = ipaddress.IPv6Address(raw)
+    return str(a.ipv4_mapped) if a.ipv4_mapped is not None else a.compressed
+
+
+class NetProbe(BpfProbe):
+    name = "bpf.net"
+    families = ("net", "tcp")
+    OBJECT = "net.bpf.o"
+    PROGRAMS = ("net_send", "net_recv")
+    OPTIONAL_PROGRAMS = ("net_retransmit",)
+    DRAIN = ("sock", "retrans")
+    COUNTERS = ("drops", "other_in", "other_out", "retrans_other")
+
+    def requirements(self) -> str | None:
+        for tp in ("sock_send_length", "sock_recv_length"):
+            if not libbpf.btf_has(f"btf_trace_{tp}"):
+                return f"no sock:{tp} tracepoint in this kernel's BTF (it arrived in Linux 6.3)"
+        return None
+
+    def decode(self, drained: dict[str, list[tuple[bytes, bytes]]], ts: int) -> Collected:
+        assert self.obj is not None
+        sock = self.obj.map("sock")
+        net: dict[tuple[str, str, str], list[int]] = {}
+        for kb, vb in drained["sock"]:
+            k, v = NetKey.from_buffer_copy(kb), NetVal.from_buffer_copy(sum_percpu(sock, vb))
+            if not v.calls:
+                continue
+            d = DIRECTIONS[k.dir] if k.dir < len(DIRECTIONS) else "in"
+            acc = net.setdefault((addr_str(bytes(k.addr)), str(k.port), d), [0, 0])
+            acc[0] += v.calls
+            acc[1] += v.bytes
+        for d, counter in (("in", "other_in"), ("out", "other_out")):
+            v = NetVal.from_buffer_copy(drained[counter][0][1])
+            if v.calls:  # the sock map was full: totals kept, detail lost
+                acc = net.setdefault((OTHER, "", d), [0, 0])
+                acc[0] += v.calls
+                acc[1] += v.bytes
+        tcp: dict[tuple[str, str], int] = {}
+        for kb, vb in drained["retrans"]:
+            k, v = RetransKey.from_buffer_copy(kb), RetransVal.from_buffer_copy(vb)
+            key = (addr_str(bytes(k.addr)), str(k.port))
+            tcp[key] = tcp.get(key, 0) + v.segs
+        other = RetransVal.from_buffer_copy(drained["retrans_other"][0][1])
+        if other.segs:
+            tcp[(OTHER, "")] = tcp.get((OTHER, ""), 0) + other.segs
+
+        out: Collected = []
+        rows = [{"dims": {"client": c, "port": p, "direction": d}, "count": calls, "bytes": nbytes}
+                for (c, p, d), (calls, nbytes) in sorted(net.items())]
+        if rows:
+            out.append(("net", self.host, rows))
+        trows = [{"dims": {"client": c, "port": p}, "count": n} for (c, p), n in sorted(tcp.items()) if n]
+        if trows:
+            out.append(("tcp", self.host, trows))
+        return out
