@@ -55,7 +55,11 @@ def test_addr_str_rejects_wrong_length(raw):
 
 
 class _FakeMap:
-    percpu = False
+    """A per-CPU map on a 2-CPU machine: decode sums the CPUs' slices."""
+
+    percpu = True
+    ncpus = 2
+    stride = 16
 
 
 class _FakeObj:
@@ -82,7 +86,9 @@ def _key(addr: str, port: int, d: int) -> bytes:
 def test_decode(drained, net_rows, tcp_rows):
     """decode() on hand-built map contents: one row per key, overflow as (other), frames valid."""
     p = NetProbe("h1")
-    p.obj = _FakeObj()  # decode only asks a map whether it is per-CPU
+    p.obj = _FakeObj()  # decode only asks a map for its per-CPU layout
+    # per-CPU values: this CPU's counts, then an idle CPU's zeros
+    drained = {**drained, "sock": [(k, v + bytes(16)) for k, v in drained.get("sock", [])]}
     full = {"sock": [], "retrans": [], "other_in": [(bytes(4), bytes(16))], "other_out": [(bytes(4), bytes(16))],
             "retrans_other": [(bytes(4), bytes(8))], **drained}
     out = {fam: rows for fam, host, rows in p.decode(full, 1)}
