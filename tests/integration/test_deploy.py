@@ -216,10 +216,14 @@ def test_dockerfile_is_multistage_and_copies_what_exists():
     args = dict(re.match(r"ARG (\w+)=(\S+)", ln).groups() for ln in lines if re.match(r"ARG \w+=", ln))
     froms = [ln.split()[1:] for ln in lines if ln.startswith("FROM ")]
     expand = lambda s: re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), s)  # noqa: E731
-    assert len(froms) == 2
+    assert len(froms) == 3
     assert expand(froms[0][0]).startswith("node:") and froms[0][-1] == "ui"
-    assert expand(froms[1][0]) == "python:3.11-slim-bookworm"
+    assert expand(froms[1][0]).startswith("debian:bookworm") and froms[1][-1] == "bpf"
+    assert expand(froms[2][0]) == "python:3.11-slim-bookworm"
     assert any(ln.startswith("COPY --from=ui ") for ln in lines)
+    # the BPF objects come from the bpf stage, built by the same make rule as here
+    assert any(ln.startswith("COPY --from=bpf /src/probes probes") for ln in lines)
+    assert any("make bpf" in ln for ln in lines) and any("libbpf1" in ln for ln in lines)
     assert any(ln.startswith("ENTRYPOINT ") for ln in lines)
     assert any(ln.startswith("HEALTHCHECK ") and "/healthz" in ln for ln in lines)
     assert any(ln.startswith("USER ") for ln in lines)
