@@ -8,6 +8,8 @@ with the name bindings the kernel hands over, and the rows into ``nfs`` frames.
 
 from __future__ import annotations
 
+import os
+
 import socket
 import struct
 from collections.abc import Iterable
@@ -69,11 +71,21 @@ class NfsWireProbe(BpfProbe):
     DRAIN = ("binds", "dirs", "counts")
     COUNTERS = ("drops", "other", "wire")
 
-    def __init__(self, host: str, *, ifaces: Iterable[str] | None = None, port: int = NFS_PORT,
-                 mount_port: int = 0, exports: Iterable[str] = (), opener=None, **kw) -> None:
+    def __init__(self, host: str, *, ifaces: Iterable[str] | None = None, port: int | None = None,
+                 mount_port: int | None = None, exports: Iterable[str] | None = None, opener=None, **kw) -> None:
+        """Unset arguments come from the agent's environment: LOUPE_NFSWIRE_IFACES and
+        LOUPE_NFSWIRE_EXPORTS (comma-separated), LOUPE_NFSWIRE_PORT (default 2049) and
+        LOUPE_NFSWIRE_MOUNT_PORT (the MOUNT service's port, whose replies name NFSv3
+        export roots; 0 = not decoded)."""
         super().__init__(host, **kw)
+        env = os.environ.get
+        if ifaces is None and env("LOUPE_NFSWIRE_IFACES"):
+            ifaces = [i for i in env("LOUPE_NFSWIRE_IFACES", "").split(",") if i]
+        if exports is None:
+            exports = [e for e in env("LOUPE_NFSWIRE_EXPORTS", "").split(",") if e]
         self.ifaces = list(ifaces) if ifaces is not None else None
-        self.port, self.mount_port = port, mount_port
+        self.port = port if port is not None else int(env("LOUPE_NFSWIRE_PORT") or NFS_PORT)
+        self.mount_port = mount_port if mount_port is not None else int(env("LOUPE_NFSWIRE_MOUNT_PORT") or 0)
         self.resolver = Resolver(exports, opener=opener)
         self.stats = dict.fromkeys(STATS, 0)  # cumulative, from the kernel's `wire` counters
         self.attached: list[str] = []
