@@ -58,13 +58,14 @@ UI_SRC := $(if $(HAVE_FRONTEND),$(shell find frontend \
 	\( -name node_modules -o -name dist -o -name coverage -o -name .vite -o -name test-results \) -prune \
 	-o -type f -print 2>/dev/null))
 
-.PHONY: help deps apt-deps py-deps node-deps api-client ui bpf run demo test bench compose-check clean distclean
+.PHONY: help deps apt-deps py-deps node-deps api-client ui bpf run demo test test-kernel bench compose-check clean distclean
 
 help:
 	@echo "Loupe make targets (run as root on Debian 12, or with sudo available):"
 	@echo "  make run            serve this machine's real data on http://127.0.0.1:8470/ (data in ./data)"
 	@echo "  make demo           the same, plus the synthetic NAS 'demo-nas'"
-	@echo "  make test           pytest + frontend unit tests + e2e tests; fails if any fails"
+	@echo "  make test           pytest + frontend unit tests + e2e tests + test-kernel; fails if any fails"
+	@echo "  make test-kernel    the knfsd tests in a QEMU guest (image built once into .cache/guest)"
 	@echo "  make deps           apt packages, .venv (pip -e .[test]), npm ci — fast when present"
 	@echo "  make ui             build the frontend into backend/loupe/static (when sources changed)"
 	@echo "  make bpf            compile the CO-RE BPF probes (probes/*/*.bpf.c) with clang"
@@ -174,6 +175,11 @@ demo: deps ui bpf
 # All suites run even when one fails; the exit status is non-zero if any failed.
 test: deps ui bpf
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/run-suites.sh
+
+# The Linux kernel NFS server is tested in a Debian guest under QEMU (this host
+# kernel may have no nfsd); the image is built once and cached by package versions.
+test-kernel: py-deps bpf
+	$(PY) -m pytest -m kernel tests/kernel $(PYTEST_ARGS)
 
 bench: py-deps
 	@if [ -f bench/run.py ] || [ -f bench/run/__main__.py ]; then \

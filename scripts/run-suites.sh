@@ -2,6 +2,7 @@
 # Run every test suite of the repo (called by `make test`, after `make deps ui`).
 #
 #   pytest                  the whole Python suite (testpaths in pyproject.toml)
+#   pytest -m kernel        the knfsd tests in a QEMU guest (tests/kernel)
 #   npm --prefix frontend test    frontend unit tests
 #   npm --prefix tests/e2e test   end-to-end tests in headless Chromium
 #
@@ -33,6 +34,10 @@ run_suite() {  # name, command...
 
 # shellcheck disable=SC2086  # PYTEST_ARGS is deliberately word-split
 run_suite pytest .venv/bin/pytest ${PYTEST_ARGS:-}
+
+# The knfsd guest (tests/kernel, marker `kernel`): boots QEMU; skips with the reason
+# when not root or qemu/debootstrap are missing.
+run_suite kernel .venv/bin/pytest -m kernel tests/kernel ${PYTEST_ARGS:-}
 
 for dir in frontend tests/e2e; do
     if [ -f "$dir/package.json" ]; then

@@ -1,0 +1,350 @@
+"""The knfsd test guest: a Debian 12 VM under QEMU that runs scripts for the tests.
+
+The host kernel has no NFS server, so tests of the kernel NFS server (knfsd) probe
+run in a guest with Debian's stock 6.1 kernel (scripts/guest/build-image.sh builds
+and caches it). Every boot uses ``snapshot=on``: the cached image never changes.
+
+In the guest: the repo is at ``/repo`` (read-only 9p), the run's job folder at
+``/job`` (read-write 9p: job.sh in, results out), ``python3 -m loupe_probes.agent``
+works (``loupe`` and ``loupe_probes`` resolve to the repo's backend/loupe and
+probes/ through ``PYTHONPATH=/opt/loupe-py``), and the host's loopback answers at
+10.0.2.2 (QEMU user networking), so an agent in the guest can push frames to a
+backend the test started on the host at 127.0.0.1.
+
+Also a command line (as root)::
+
+    python3 tests/kernel/guest.py build             # build or reuse the cached image
+    python3 tests/kernel/guest.py run 'uname -a'    # boot, run a shell command, print its output
+    python3 tests/kernel/guest.py scenario          # the knfsd + fio scenario, fio's totals per client
+    python3 tests/kernel/guest.py record            # refresh tests/kernel/testdata from the guest
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GUEST_SCRIPTS = REPO / "scripts" / "guest"
+CACHE = Path(os.environ.get("LOUPE_GUEST_CACHE", REPO / ".cache" / "guest"))
+TESTDATA = Path(__file__).resolve().parent / "testdata"
+ATTACH_CHECK_SRC = Path(__file__).resolve().parent / "bpf" / "attach_check.bpf.c"
+HOST_FROM_GUEST = "10.0.2.2"  # QEMU user networking: the host's 127.0.0.1
+EXIT_MARK = re.compile(r"^LOUPE-GUEST-EXIT (\d+)\s*$", re.M)
+
+# Put in front of every job script: the environment a test's command expects.
+PRELUDE = f"""\
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export LOUPE_REPO=/repo LOUPE_JOB=/job LOUPE_HOST_ADDR={HOST_FROM_GUEST}
+# The repo share is read-only: no __pycache__ there.
+export PYTHONDONTWRITEBYTECODE=1
+mkdir -p /opt/loupe-py
+ln -sfn /repo/backend/loupe /opt/loupe-py/loupe
+ln -sfn /repo/probes /opt/loupe-py/loupe_probes
+export PYTHONPATH=/opt/loupe-py
+"""
+
+
+class GuestError(RuntimeError):
+    """The guest could not be built or booted, or did not finish its job."""
+
+
+def missing_prerequisites() -> str | None:
+    """Why the guest cannot run on this machine, or None when it can."""
+    if os.geteuid() != 0:
+        return "the knfsd guest needs root (debootstrap, chroot)"
+    for tool, pkg in [("qemu-system-x86_64", "qemu-system-x86"), ("debootstrap", "debootstrap"),
+                      ("mkfs.ext4", "e2fsprogs"), ("apt-get", "apt")]:
+        if not shutil.which(tool):
+            return f"{tool} not found (Debian package {pkg}; `make apt-deps` installs it)"
+    return None
+
+
+def build_image(out: Path = CACHE, timeout: float = 1800) -> Path:
+    """Build (or reuse) the guest image; returns its folder (vmlinuz, initrd.img, rootfs.ext4)."""
+    proc = subprocess.run(["bash", str(GUEST_SCRIPTS / "build-image.sh"), str(out)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise GuestError(f"scripts/guest/build-image.sh failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    image = Path(proc.stdout.strip().splitlines()[-1])
+    for f in ("vmlinuz", "initrd.img", "rootfs.ext4"):
+        if not (image / f).is_file():
+            raise GuestError(f"build-image.sh printed {image}, which has no {f}")
+    return image
+
+
+def accel_args() -> list[str]:
+    """KVM when this CPU offers vmx/svm and /dev/kvm is usable, else multi-threaded TCG.
+
+    (A /dev/kvm without vmx/svm in /proc/cpuinfo, as on paravirtualised hosts,
+    cannot boot a stock kernel.)
+    """
+    try:
+        flags = set(re.findall(r"\b(vmx|svm)\b", Path("/proc/cpuinfo").read_text()))
+    except OSError:
+        flags = set()
+    if flags and os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return ["-accel", "kvm", "-cpu", "host"]
+    return ["-accel", "tcg,thread=multi", "-cpu", "max"]
+
+
+@dataclass
+class GuestRun:
+    rc: int | None  # the job's exit status; None if the guest never said (crash, time-out)
+    console: str  # everything on the serial console: kernel messages and the job's output
+    job: Path  # the job folder, with whatever the job wrote to /job
+    seconds: float
+
+    def text(self, name: str) -> str | None:
+        p = self.job / name
+        return p.read_text(errors="replace") if p.is_file() else None
+
+    def check(self) -> GuestRun:
+        """Raise GuestError, with the console's tail, unless the job exited 0."""
+        if self.rc != 0:
+            what = "never finished" if self.rc is None else f"exited {self.rc}"
+            raise GuestError(f"guest job {what} after {self.seconds:.0f} s; console tail:\n{self.console[-6000:]}")
+        return self
+
+
+def run(script: str, *, job_dir: Path | None = None, image: Path | None = None, timeout: float = 600,
+        memory_mb: int = 2048, cpus: int = 2, repo: Path = REPO) -> GuestRun:
+    """Boot the guest, run ``script`` (sh) in it as root, power off; QEMU is killed by PID at the end.
+
+    ``job_dir`` becomes /job in the guest (a temporary folder when None); files put
+    there beforehand are visible to the script. ``timeout`` only guards against a hung
+    guest. The result's ``rc`` comes from /job/exit-code, else from the console.
+    """
+    image = image or build_image()
+    job = Path(job_dir) if job_dir else Path(tempfile.mkdtemp(prefix="loupe-guest-"))
+    job.mkdir(parents=True, exist_ok=True)
+    for stale in ("exit-code", "console.log"):
+        (job / stale).unlink(missing_ok=True)
+    (job / "job.sh").write_text(PRELUDE + "\n" + script + "\n")
+    console = job / "console.log"
+    cmd = [
+        "qemu-system-x86_64", "-name", "loupe-knfsd-guest", *accel_args(),
+        "-smp", str(cpus), "-m", str(memory_mb),
+        "-kernel", str(image / "vmlinuz"), "-initrd", str(image / "initrd.img"),
+        "-append", "console=ttyS0,115200 root=/dev/vda rw rootwait init=/usr/local/sbin/loupe-guest-init "
+                   "panic=-1 net.ifnames=0 quiet loglevel=4",
+        "-drive", f"file={image / 'rootfs.ext4'},format=raw,if=virtio,snapshot=on",
+        "-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0",
+        "-fsdev", f"local,id=repo,path={repo},security_model=none,readonly=on",
+        "-device", "virtio-9p-pci,fsdev=repo,mount_tag=repo",
+        "-fsdev", f"local,id=job,path={job},security_model=none",
+        "-device", "virtio-9p-pci,fsdev=job,mount_tag=job",
+        "-display", "none", "-monitor", "none", "-serial", f"file:{console}", "-no-reboot",
+    ]
+    start = time.monotonic()
+    with open(job / "qemu.log", "w") as qlog:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    seconds = time.monotonic() - start
+    text = console.read_text(errors="replace") if console.exists() else ""
+    rc: int | None = None
+    code = job / "exit-code"
+    if code.is_file() and code.read_text().strip().isdigit():
+        rc = int(code.read_text().strip())
+    elif m := EXIT_MARK.search(text):
+        rc = int(m.group(1))
+    if rc is None and not text:
+        text = f"(no console output; QEMU said:)\n{(job / 'qemu.log').read_text(errors='replace')}"
+    return GuestRun(rc=rc, console=text, job=job, seconds=seconds)
+
+
+# ---------------------------------------------------------------------------- the knfsd scenario
+
+@dataclass(frozen=True)
+class Client:
+    """One NFS client of the scenario: its own network namespace, mount and fio run."""
+
+    name: str
+    version: str  # "3", "4.0", "4.1", "4.2"
+    size: int  # bytes fio writes, then reads back
+    bs: int  # bytes per I/O (one NFS READ/WRITE each: below rsize/wsize)
+
+    def spec(self) -> str:
+        return f"{self.name}:{self.version}:{self.size}:{self.bs}"
+
+
+DEFAULT_CLIENTS = (Client("c1", "3", 8 << 20, 16 << 10), Client("c2", "4.2", 16 << 20, 64 << 10))
+SERVER_ADDR = "10.99.0.1"
+
+
+def client_addr(clients: tuple[Client, ...] | list[Client], name: str) -> str:
+    """The address the scenario gives client ``name`` (as knfsd sees it)."""
+    return f"10.99.0.{11 + [c.name for c in clients].index(name)}"
+
+
+@dataclass
+class Scenario:
+    run: GuestRun
+    clients: tuple[Client, ...]
+    fio: dict[str, dict] = field(default_factory=dict)  # client name -> fio's JSON (jobs "write", "read")
+    mounts: dict[str, str] = field(default_factory=dict)  # client name -> its /proc/mounts line
+    nfsd_before: str = ""  # /proc/net/rpc/nfsd before and after the clients ran
+    nfsd_after: str = ""
+    background_log: str | None = None
+    background_rc: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.run.rc == 0
+
+
+def knfsd_scenario(*, clients: tuple[Client, ...] = DEFAULT_CLIENTS, background: str | None = None,
+                   warmup: float = 3, settle: float = 3, before: str = "", after: str = "",
+                   job_dir: Path | None = None, image: Path | None = None, timeout: float = 600) -> Scenario:
+    """Boot the guest and run scripts/guest/knfsd-scenario.sh in it.
+
+    ``background``: a shell command (e.g. the Loupe agent pointed at
+    ``http://10.0.2.2:PORT``) started before the clients, given ``warmup`` seconds,
+    and stopped with SIGTERM ``settle`` seconds after the last client finished.
+    ``before``/``after``: shell run before/after the scenario (their failures are
+    the caller's to check, through files they write to /job). Does not raise when
+    the scenario fails: look at ``.ok`` and ``.run.console``.
+    """
+    env = ""
+    if background:
+        env = (f"export LOUPE_BACKGROUND={shlex.quote(background)} LOUPE_BACKGROUND_WARMUP={warmup} "
+               f"LOUPE_BACKGROUND_SETTLE={settle}\n")
+    specs = " ".join(shlex.quote(c.spec()) for c in clients)
+    script = (f"{before}\n{env}sh /repo/scripts/guest/knfsd-scenario.sh /job {specs}\nrc=$?\n"
+              f"{after}\nexit $rc\n")
+    result = run(script, job_dir=job_dir, image=image, timeout=timeout)
+    sc = Scenario(run=result, clients=tuple(clients))
+    for c in clients:
+        # One fio run per direction; their jobs ("write", then "read") go into one document.
+        runs = [result.text(f"fio-{c.name}-{rw}.json") for rw in ("write", "read")]
+        if all(runs):
+            docs = [json.loads(raw[raw.index("{"):]) for raw in runs]  # fio may print notes first
+            sc.fio[c.name] = {**docs[0], "jobs": [j for d in docs for j in d["jobs"]]}
+        sc.mounts[c.name] = (result.text(f"mount-{c.name}.txt") or "").strip()
+    sc.nfsd_before = result.text("nfsd-before.txt") or ""
+    sc.nfsd_after = result.text("nfsd-after.txt") or ""
+    sc.background_log = result.text("background.log")
+    brc = result.text("background.rc")
+    sc.background_rc = int(brc) if brc and brc.strip().lstrip("-").isdigit() else None
+    return sc
+
+
+def fio_bytes(fio: dict) -> dict[str, int]:
+    """Bytes fio moved per direction, over all its jobs: {'read': n, 'write': n}."""
+    return {d: sum(int(j[d]["io_bytes"]) for j in fio["jobs"]) for d in ("read", "write")}
+
+
+NFS3_PROCS = {"read": 6, "write": 7}  # RFC 1813 procedure numbers
+NFS4_OPS = {"read": 25, "write": 38}  # RFC 7530/8881 operation numbers
+
+
+def nfsd_counts(text: str) -> dict[str, dict[str, int]]:
+    """READ/WRITE counts per protocol, and bytes, from /proc/net/rpc/nfsd:
+    {'v3': {'read': ops, 'write': ops}, 'v4': {...}, 'bytes': {'read': n, 'write': n}}."""
+    rows = {f[0]: [int(x) for x in f[1:]] for f in map(str.split, text.splitlines())
+            if f and f[0] in ("io", "proc3", "proc4ops")}
+    out = {}
+    if "io" in rows:  # "io <bytes read> <bytes written>"
+        out["bytes"] = {"read": rows["io"][0], "write": rows["io"][1]}
+    if "proc3" in rows:  # "proc3 <n> <count of proc 0> <count of proc 1> ..."
+        out["v3"] = {k: rows["proc3"][1 + p] for k, p in NFS3_PROCS.items()}
+    if "proc4ops" in rows:  # "proc4ops <n> <count of op 0> <count of op 1> ..."
+        out["v4"] = {k: rows["proc4ops"][1 + op] for k, op in NFS4_OPS.items()}
+    return out
+
+
+# ---------------------------------------------------------------------------- kernel facts
+
+def compile_attach_check(out: Path) -> Path | None:
+    """Build the attach-check BPF object with the host's clang; None when there is no clang."""
+    if not shutil.which("clang"):
+        return None
+    obj = out / "attach_check.bpf.o"
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-c", str(ATTACH_CHECK_SRC), "-o", str(obj)],
+                   check=True, capture_output=True)
+    return obj
+
+
+FACT_FILES = ("kernel-release.txt", "events-nfsd.txt", "events-sunrpc.txt", "btf.txt", "tracing.txt",
+              "bpftool-feature.txt", "bpf-attach.json")
+CONFIG_KEYS = re.compile(r"^(# )?CONFIG_(BPF\w*|DEBUG_INFO_BTF\w*|KPROBE\w*|FTRACE\w*|FUNCTION_TRACER|"
+                         r"DYNAMIC_FTRACE\w*|FPROBE|UPROBE\w*|NFSD\w*|SUNRPC\w*|HAVE_DYNAMIC_FTRACE\w*)[ =]")
+
+
+def kernel_facts_script(obj_name: str | None) -> str:
+    arg = f" /job/{obj_name}" if obj_name else ""
+    return f"sh /repo/scripts/guest/kernel-facts.sh /job/facts{arg} > /job/facts.log 2>&1; echo $? > /job/facts.rc"
+
+
+def record_testdata(dest: Path = TESTDATA) -> Path:
+    """Boot the guest, record its kernel facts and copy them to ``dest`` (tests/kernel/testdata)."""
+    image = build_image()
+    job = Path(tempfile.mkdtemp(prefix="loupe-guest-record-"))
+    obj = compile_attach_check(job)
+    res = run(kernel_facts_script(obj.name if obj else None) + "\nexit $(cat /job/facts.rc)",
+              job_dir=job, image=image).check()
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in FACT_FILES:
+        src = res.job / "facts" / name
+        if src.is_file():
+            shutil.copyfile(src, dest / name)
+    config = (image / "config").read_text().splitlines()
+    (dest / "kernel-config.txt").write_text("\n".join(line for line in config if CONFIG_KEYS.match(line)) + "\n")
+    manifest = (image / "manifest.txt").read_text()
+    (dest / "image-manifest.txt").write_text(
+        "".join(line + "\n" for line in manifest.splitlines() if line.startswith(("kernel", "package", "suite"))))
+    shutil.rmtree(job, ignore_errors=True)
+    return dest
+
+
+# ---------------------------------------------------------------------------- command line
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("build", "run", "scenario", "record"):
+        print(__doc__)
+        return 2
+    if why := missing_prerequisites():
+        print(f"guest: {why}", file=sys.stderr)
+        return 1
+    if argv[0] == "build":
+        print(build_image())
+    elif argv[0] == "run":
+        res = run(" ".join(argv[1:]))
+        print(res.console)
+        print(f"guest: exit {res.rc} after {res.seconds:.0f} s (job folder {res.job})")
+        return 0 if res.rc == 0 else 1
+    elif argv[0] == "scenario":
+        sc = knfsd_scenario()
+        for c in sc.clients:
+            got = fio_bytes(sc.fio[c.name]) if c.name in sc.fio else None
+            print(f"{c.name} NFSv{c.version} {client_addr(sc.clients, c.name)}: fio {got}; mount: {sc.mounts[c.name]}")
+        print(f"nfsd before {nfsd_counts(sc.nfsd_before)} after {nfsd_counts(sc.nfsd_after)}")
+        print(f"guest: exit {sc.run.rc} after {sc.run.seconds:.0f} s (job folder {sc.run.job})")
+        if not sc.ok:
+            print(sc.run.console[-4000:])
+        return 0 if sc.ok else 1
+    elif argv[0] == "record":
+        print(f"recorded into {record_testdata()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
