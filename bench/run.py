@@ -364,6 +364,12 @@ def main(argv=None) -> int:
             print("live latency ...", flush=True)
             result["live"] = bench_live(tmp)
             print(json.dumps(result["live"], indent=1), flush=True)
+        if "nfswire" in only:  # opt-in: needs root, BPF and the NFS lab (bench/nfswire.py)
+            from bench.nfswire import bench_nfswire
+
+            print("nfswire decoder under NFS load ...", flush=True)
+            result["nfswire"] = bench_nfswire()
+            print(json.dumps(result["nfswire"].get("summary", result["nfswire"]), indent=1), flush=True)
         if "query" in only:
             print(f"queries over {a.hours} h x {a.clients} clients ...", flush=True)
             result["query"] = bench_queries(tmp, a.clients, a.hours, not a.skip_peer, a.reuse)

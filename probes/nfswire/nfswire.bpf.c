@@ -11,8 +11,9 @@
  * direction we keep the sequence number where the next mark starts, so records
  * spanning segments and segments holding several records both work, and a
  * segment seen twice (bridge port and bridge, retransmission) is not decoded
- * twice. Only the part of a record in its first segment is decoded: headers are
- * small, payloads (WRITE data, READ data) follow them.
+ * twice. Only a record's head is decoded (payloads, WRITE and READ data, follow
+ * it); a head cut by a segment boundary (pipelined calls fill segments back to
+ * back) is kept in the flow state and decoded with the next segment.
  *
  * Parsing runs in global functions (verified once each, Linux 5.6+) over a
  * per-CPU copy of the record head, keeping all parser state in that map value:
@@ -30,7 +31,11 @@ char LICENSE[] SEC("license") = "GPL";
 #define ETH_P_IPV6 0x86DD
 #define ETH_P_8021Q 0x8100
 #define MAX_RECORD (64u << 20)	/* larger fragments mean we lost the stream */
-#define MAX_REC_PER_SKB 8
+/* Records walked per skb: a TSO/GRO super-packet of pipelined calls holds
+ * hundreds (64 KB of ~130-byte GETATTRs); past this many the stream is dropped
+ * and picked up again at the next segment starting with a record. */
+#define MAX_REC_PER_SKB 512
+#define HEAD_COPY 256	/* first copy of a record head: what most ops need */
 
 #define RPC_NFS 100003
 #define RPC_MOUNT 100005
@@ -76,9 +81,19 @@ struct flowkey {
 	__u8 family;
 };
 
+/* Bytes of a record head kept when a segment ends inside it: pipelined calls
+ * fill segments back to back, and TCP cuts them wherever the MSS, the window or
+ * TSO/GRO boundaries fall, also inside a record's first bytes. */
+#define HEAD_STASH 256
+
 struct flowstate {
 	__u32 next;	/* TCP sequence number of the next record mark */
 	__u32 cont;	/* the last fragment seen was not the record's last */
+	__u32 part;	/* sequence number where a stashed head goes on */
+	__u32 flen;	/* length of the record whose head is stashed */
+	__u32 have;	/* bytes in head[]; 0: nothing stashed */
+	__u32 pad;
+	__u8 head[HEAD_STASH];
 };
 
 struct call {
@@ -96,6 +111,30 @@ struct call {
 	__u16 proc;
 };
 
+/* A call of at most SMALL_OPS ops (every NFSv3 call, most v4 COMPOUNDs) waits
+ * in `pending_small`: 80 bytes instead of 200, so the reply, decoded on another
+ * CPU than the call, pulls two cache lines across instead of five. */
+#define SMALL_OPS 4
+
+struct call_small {
+	__u64 ts;
+	__u64 offset;
+	__u64 cur_end;
+	__u64 fh[SMALL_OPS];
+	__u16 ops[SMALL_OPS];
+	__u32 count;
+	__u16 tot_ops;
+	__u8 proto;
+	__u8 nops;
+	__u8 rw_idx;
+	__u8 flags;
+	__u16 proc;
+};
+
+/* Per-CPU memo of handles already in `fhs`: the map is looked up at most once
+ * per handle, CPU and second (the lookup keeps a hot handle young in the LRU). */
+#define FHC_N 128
+
 struct name {
 	__u64 base;
 	__u64 derived;
@@ -111,13 +150,18 @@ struct scratch {
 	__u32 ravail;	/* bytes of this record in this skb from roff */
 	__u32 pos;
 	__u64 cur, saved;
+	__u64 now;	/* bpf_ktime_get_ns() of this record */
 	__u64 bytes;
 	__u32 name_active;
 	__u32 rnops;
 	__u32 mount_port;	/* this record came on the MOUNT port */
+	__u32 joined;	/* buf = a stashed head + this segment's start */
 	__u16 rops[NFSW_MAX_OPS];
 	struct xkey xk;
 	struct call call;
+	struct call_small small;
+	__u64 fhc[FHC_N];	/* handle hash per slot */
+	__u32 fhc_gen[FHC_N];	/* second it was checked in */
 	struct name name;
 	struct nfsw_bind bind;
 	struct nfsw_fh fhv;
@@ -137,7 +181,7 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
-struct {
+struct {	/* updated in place: inserted only for a new connection */
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
 	__type(key, struct flowkey);
@@ -145,11 +189,18 @@ struct {
 } flows SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);	/* calls never answered age out */
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);	/* COMPOUNDs of more than SMALL_OPS ops */
+	__uint(max_entries, 4096);
 	__type(key, struct xkey);
 	__type(value, struct call);
 } pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);	/* calls never answered age out */
+	__uint(max_entries, 32768);
+	__type(key, struct xkey);
+	__type(value, struct call_small);
+} pending_small SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -205,7 +256,7 @@ struct wire_stats {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);	/* no shared cache line, no atomics */
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct wire_stats);
@@ -215,6 +266,7 @@ LOUPE_DROPS_MAP;
 
 static const struct nfsw_val zero_val;
 static const struct nfsw_dirchunk zero_dir;
+static const struct flowstate zero_flow;
 
 /* hist_bucket() already clamps; this makes the bound visible to the verifier */
 static __always_inline __u32 clamp_idx(__u32 b, __u32 n)
@@ -236,7 +288,7 @@ static __always_inline void stat(__u32 i)
 	struct wire_stats *s = bpf_map_lookup_elem(&wire, &zero);
 
 	if (s && i < NFSW_STATS_N)
-		add(&s->v[i], 1);
+		s->v[i]++;
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -332,6 +384,15 @@ static __always_inline int take_fh(struct scratch *S, __u32 *p, __u64 *hash, __u
 	*boff = off;
 	*blen = n;
 	*p = off + PAD4(n);
+	__u64 slot = *hash & (FHC_N - 1);
+	__u32 gen = S->now >> 30;
+
+	OPAQUE(slot);
+	slot &= FHC_N - 1;
+	if (S->fhc[slot] == *hash && S->fhc_gen[slot] == gen)
+		return 0;
+	S->fhc[slot] = *hash;
+	S->fhc_gen[slot] = gen;
 	if (!bpf_map_lookup_elem(&fhs, hash)) {
 		S->fhv.len = n;
 		for (int i = 0; i < NFSW_FH_MAX / 8; i++) {
@@ -378,6 +439,8 @@ static __always_inline int name_push(struct __sk_buff *skb, struct scratch *S, _
 	OPAQUE(nn);
 	if (nn < 1 || nn > 255)
 		return -1;
+	if (S->joined)	/* the name's bytes may lie in the previous segment */
+		goto toolong;
 	if (bpf_skb_load_bytes(skb, S->roff + coff, &S->name.name[nlen], nn))
 		return -1;
 	S->name.len = nlen + n;
@@ -591,7 +654,8 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 	p += 8 + PAD4(n);
 
 	__builtin_memset(&S->call, 0, sizeof(S->call));
-	S->call.ts = bpf_ktime_get_ns();
+	S->now = bpf_ktime_get_ns();
+	S->call.ts = S->now;
 	S->call.rw_idx = NO_RW;
 	S->call.proc = proc;
 	S->cur = NFSW_FH_NONE;
@@ -710,8 +774,28 @@ store:
 		S->call.flags |= F_NAME;	/* PUTROOTFH; GETFH: the root's handle */
 		bpf_map_update_elem(&names, &S->xk, &S->name, BPF_ANY);
 	}
-	if (bpf_map_update_elem(&pending, &S->xk, &S->call, BPF_ANY))
+	if (S->call.nops <= SMALL_OPS) {
+		struct call_small *q = &S->small;
+
+		q->ts = S->call.ts;
+		q->offset = S->call.offset;
+		q->cur_end = S->call.cur_end;
+		q->count = S->call.count;
+		q->tot_ops = S->call.tot_ops;
+		q->proto = S->call.proto;
+		q->nops = S->call.nops;
+		q->rw_idx = S->call.rw_idx;
+		q->flags = S->call.flags;
+		q->proc = S->call.proc;
+		for (int j = 0; j < SMALL_OPS; j++) {
+			q->fh[j] = S->call.fh[j];
+			q->ops[j] = S->call.ops[j];
+		}
+		if (bpf_map_update_elem(&pending_small, &S->xk, q, BPF_ANY))
+			loupe_count_drop(&drops);
+	} else if (bpf_map_update_elem(&pending, &S->xk, &S->call, BPF_ANY)) {
 		loupe_count_drop(&drops);
+	}
 	return 0;
 }
 
@@ -929,6 +1013,7 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 {
 	struct scratch *S = get_scratch();
 	struct call *c;
+	struct call_small *q;
 	struct name *nm;
 	__u32 xid, v, stat_, n = 0, p, boff, blen, status = 0, total;
 	__u64 h, lat;
@@ -939,15 +1024,36 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 	if (rd32(S, 0, &xid) || rd32(S, 4, &v) || v != 1 || rd32(S, 8, &stat_))
 		return 0;
 	S->xk.xid = xid;
-	c = bpf_map_lookup_elem(&pending, &S->xk);
-	if (!c) {
-		if (!S->mount_port)	/* MOUNT's other procedures are not stored */
-			stat(ST_UNMATCHED);
-		return 0;
+	q = bpf_map_lookup_elem(&pending_small, &S->xk);
+	if (q) {
+		__builtin_memset(&S->call, 0, sizeof(S->call));
+		S->call.ts = q->ts;
+		S->call.offset = q->offset;
+		S->call.cur_end = q->cur_end;
+		S->call.count = q->count;
+		S->call.tot_ops = q->tot_ops;
+		S->call.proto = q->proto;
+		S->call.nops = q->nops;
+		S->call.rw_idx = q->rw_idx;
+		S->call.flags = q->flags;
+		S->call.proc = q->proc;
+		for (int j = 0; j < SMALL_OPS; j++) {
+			S->call.fh[j] = q->fh[j];
+			S->call.ops[j] = q->ops[j];
+		}
+		bpf_map_delete_elem(&pending_small, &S->xk);
+	} else {
+		c = bpf_map_lookup_elem(&pending, &S->xk);
+		if (!c) {
+			if (!S->mount_port)	/* MOUNT's other procedures are not stored */
+				stat(ST_UNMATCHED);
+			return 0;
+		}
+		__builtin_memcpy(&S->call, c, sizeof(S->call));
+		bpf_map_delete_elem(&pending, &S->xk);
 	}
-	__builtin_memcpy(&S->call, c, sizeof(S->call));
-	bpf_map_delete_elem(&pending, &S->xk);
-	lat = bpf_ktime_get_ns() - S->call.ts;
+	S->now = bpf_ktime_get_ns();
+	lat = S->now - S->call.ts;
 	S->name_active = 0;
 	if (S->call.flags & F_NAME) {
 		nm = bpf_map_lookup_elem(&names, &S->xk);
@@ -994,7 +1100,7 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 				}
 				break;
 			case P3_READDIRPLUS:
-				if (status == 0 && (S->call.flags & F_DIRPLUS)) {
+				if (status == 0 && (S->call.flags & F_DIRPLUS) && !S->joined) {
 					struct nfsw_dirkey dk = { .dir = S->call.fh[0], .xid = xid };
 					struct nfsw_dirchunk *dc;
 					__u64 len = S->ravail;
@@ -1066,6 +1172,32 @@ __noinline int nfsw_record(struct __sk_buff *skb, __u32 off, __u32 avail, __u32 
 	S->len = len;
 	S->roff = off;
 	S->ravail = avail;
+	S->joined = 0;
+	return reply ? nfsw_reply(skb) : nfsw_call(skb);
+}
+
+/* A record whose first `have` bytes (already in S->buf) came in the previous
+ * segment: append what this segment holds from `off`, then decode. */
+__noinline int nfsw_joined(struct __sk_buff *skb, __u32 off, __u32 have, __u32 more, __u32 reply)
+{
+	struct scratch *S = get_scratch();
+	__u64 h = have, n = more;
+
+	if (!S)
+		return 0;
+	stat(ST_RECORDS);
+	CLAMP(h, HEAD_STASH - 1);
+	CLAMP(n, NFSW_SCRATCH - HEAD_STASH);
+	if (n >= 1 && bpf_skb_load_bytes(skb, off, &S->buf[h], n))
+		return 0;
+	S->len = h + n;
+	if (S->len < 12) {
+		stat(ST_PARTIAL);
+		return 0;
+	}
+	S->roff = off;
+	S->ravail = 0;
+	S->joined = 1;
 	return reply ? nfsw_reply(skb) : nfsw_call(skb);
 }
 
@@ -1093,8 +1225,8 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 	struct scratch *S = get_scratch();
 	struct nfsw_config *cfg;
 	struct flowkey fk = {};
-	struct flowstate fs, *st;
-	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq;
+	struct flowstate *st;
+	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq, next, cont, i;
 	__u16 proto = bpf_ntohs(skb->protocol), eth, port = 2049, mport = 0, sport, dport;
 	__u8 tcp[20];
 	int family;
@@ -1158,9 +1290,10 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 
 	if (plen == 0) {
 		if (tcp[13] & 0x02) {	/* SYN: the first record starts right after it */
-			fs.next = seq + 1;
-			fs.cont = 0;
-			bpf_map_update_elem(&flows, &fk, &fs, BPF_ANY);
+			bpf_map_update_elem(&flows, &fk, &zero_flow, BPF_ANY);
+			st = bpf_map_lookup_elem(&flows, &fk);
+			if (st)
+				st->next = seq + 1;
 		} else if (tcp[13] & 0x05) {	/* FIN, RST */
 			bpf_map_delete_elem(&flows, &fk);
 		}
@@ -1168,35 +1301,46 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 	}
 	st = bpf_map_lookup_elem(&flows, &fk);
 	if (st) {
-		fs = *st;
+		next = st->next;
+		cont = st->cont;
 	} else {
-		fs.next = seq;
-		fs.cont = 0;
+		next = seq;
+		cont = 0;
 	}
 	/* the record mark we wait for lies before this segment (we missed data), or
 	 * far ahead (we decoded garbage): resynchronise on a plausible record start */
-	if ((__s32)(fs.next - seq) < 0 || (fs.next - seq) > MAX_RECORD + plen || !st) {
+	if (!st || (__s32)(next - seq) < 0 || (next - seq) > MAX_RECORD + plen) {
 		if (!looks_like_record(skb, poff, plen, reply))
 			return;
 		if (st)
 			stat(ST_RESYNC);
-		fs.next = seq;
-		fs.cont = 0;
+		next = seq;
+		cont = 0;
 	}
 	__builtin_memcpy(S->xk.addr, fk.caddr, 16);
 	S->xk.port = fk.cport;
 	S->xk.family = family;
 	S->xk.pad = 0;
 	S->mount_port = mport && (reply ? sport : dport) == mport;
-	for (int i = 0; i < MAX_REC_PER_SKB; i++) {
-		__u32 d = fs.next - seq, mark, flen;
+	if (st && st->have) {	/* the rest of a cut head starts this segment */
+		__u32 have = st->have - 1, rest = st->flen - have;
+
+		st->have = 0;	/* have - 1 bytes are kept; 0: none */
+		if (st->part == seq && have < HEAD_STASH && rest <= MAX_RECORD) {
+			__builtin_memcpy(S->buf, st->head, HEAD_STASH);
+			nfsw_joined(skb, poff, have, rest < plen ? rest : plen, reply);
+		} else {
+			stat(ST_PARTIAL);	/* lost or reordered segment: that record is not decoded */
+		}
+	}
+	for (i = 0; i < MAX_REC_PER_SKB; i++) {
+		__u32 d = next - seq, mark, flen;
 
 		if (d >= plen)
 			break;
 		if (d + 4 > plen) {	/* the mark itself straddles segments */
 			stat(ST_PARTIAL);
-			bpf_map_delete_elem(&flows, &fk);
-			return;
+			goto lost;
 		}
 		if (bpf_skb_load_bytes(skb, poff + d, &mark, 4))
 			return;
@@ -1204,18 +1348,45 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 		flen = mark & 0x7fffffff;
 		if (flen < 4 || flen > MAX_RECORD) {
 			stat(ST_DESYNC);
-			bpf_map_delete_elem(&flows, &fk);
-			return;
+			goto lost;
 		}
-		if (!fs.cont) {
+		if (!cont) {
 			__u32 avail = plen - d - 4;
+			__u64 a = avail;
 
-			nfsw_record(skb, poff + d + 4, avail < flen ? avail : flen, reply);
+			if (avail < flen && avail < HEAD_STASH && st) {
+				/* the head goes on in the next segment: keep it */
+				CLAMP(a, HEAD_STASH - 1);
+				if (a && bpf_skb_load_bytes(skb, poff + d + 4, st->head, a))
+					return;
+				st->have = a + 1;
+				st->part = seq + plen;
+				st->flen = flen;
+			} else {
+				nfsw_record(skb, poff + d + 4, avail < flen ? avail : flen, reply);
+			}
 		}
-		fs.cont = !(mark >> 31);
-		fs.next += 4 + flen;
+		cont = !(mark >> 31);
+		next += 4 + flen;
 	}
-	bpf_map_update_elem(&flows, &fk, &fs, BPF_ANY);
+	if (i == MAX_REC_PER_SKB && next - seq < plen)
+		stat(ST_PARTIAL);	/* the rest of this skb is not decoded; resync later */
+	/* in place: no map update (and no LRU list operation) per packet */
+	if (st) {
+		st->next = next;
+		st->cont = cont;
+	} else {
+		bpf_map_update_elem(&flows, &fk, &zero_flow, BPF_ANY);
+		st = bpf_map_lookup_elem(&flows, &fk);
+		if (st) {
+			st->next = next;
+			st->cont = cont;
+		}
+	}
+	return;
+lost:
+	if (st)
+		bpf_map_delete_elem(&flows, &fk);
 }
 
 SEC("tc")

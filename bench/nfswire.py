@@ -1,0 +1,195 @@
+"""make bench, section nfswire: what the NFS wire decoder costs under load.
+
+A real nfs-ganesha serves clients in network namespaces (loupe.lab); each client
+is a pipelined NFSv3 load generator (bench/nfsload.py: one TCP connection, many
+calls in flight, GETATTR / ACCESS / small READ in turn). Each round runs the
+same load twice, in alternating order: with the decoder attached to the lab's
+bridge (tc ingress + egress) and without it (the peer). Reported, medians over
+the rounds:
+
+* ops/s the server answered (counted by the clients from its replies) and ops the
+  decoder counted in the same window: they must agree op for op;
+* BPF run time (bpf_stats) per op and per packet, and as % of one core: the
+  run time over the load window's wall time;
+* ops/s with and without the decoder: its overhead on the server;
+* what 100k ops/s would cost at the measured ns per op.
+
+    python -m bench.nfswire [--seconds 10] [--clients 2] [--depth 64] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPORT = "/export"
+TARGET_OPS = 100_000
+
+
+def _requirements() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, BPF)"
+    from loupe.lab import missing_tools
+    from loupe_probes.bpf import libbpf
+
+    missing = missing_tools("ip", "ganesha.nfsd", "rpcbind")
+    if missing:
+        return f"not installed: {', '.join(missing)} (make deps installs the lab packages)"
+    why = libbpf.why_not_bpf()
+    if why:
+        return why
+    obj = ROOT / "probes" / "nfswire" / "nfswire.bpf.o"
+    if not obj.exists():
+        return f"{obj.relative_to(ROOT)} is not built (make bpf)"
+    return None
+
+
+def _load(lab, g, seconds: float, depth: int, read_size: int) -> tuple[list[dict], float, float]:
+    """Every client runs the load at once; returns their reports and the window."""
+    start = time.time() + 1.5  # python start-up and MOUNT happen before this
+    procs = []
+    for i, c in enumerate(lab.clients):
+        procs.append(subprocess.Popen(c.cmd(sys.executable, "-m", "bench.nfsload", "--server", g.bind_ip,
+                                            "--port", str(g.port), "--mount-port", str(g.mount_port),
+                                            "--export", EXPORT, "--file", f"f{i}", "--seconds", str(seconds),
+                                            "--depth", str(depth), "--read-size", str(read_size),
+                                            "--start-at", str(start)),
+                                      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    reports = []
+    for p in procs:
+        out, err = p.communicate(timeout=seconds + 60)
+        line = out.strip().splitlines()[-1] if out.strip() else ""
+        rep = json.loads(line) if line.startswith("{") else {"error": err.strip()[-500:] or f"exit {p.returncode}"}
+        if "error" in rep:
+            raise RuntimeError(f"load client failed: {rep['error']}")
+        reports.append(rep)
+    end = time.time()
+    return reports, start, end
+
+
+def _round(lab, g, probe_on: bool, seconds: float, depth: int, read_size: int) -> dict:
+    from loupe_probes.nfswire import NfsWireProbe
+
+    probe = None
+    if probe_on:
+        probe = NfsWireProbe("bench", ifaces=[lab.bridge], mount_port=g.mount_port, exports=[EXPORT])
+        if not probe.start():
+            raise RuntimeError(f"the decoder did not start: {probe.state}: {probe.reason}")
+        probe.collect(0)  # start from empty maps
+        before = probe.obj.prog_stats()
+    try:
+        reports, start, end = _load(lab, g, seconds, depth, read_size)
+        wall = max(r["wall_s"] for r in reports)
+        served = sum(sum(r["ops"].values()) for r in reports)
+        out = {"ops": served, "failed": sum(r["failed"] for r in reports), "wall_s": wall,
+               "ops_per_s": served / wall, "per_client_ops_per_s": [r["ops_per_s"] for r in reports]}
+        if probe is None:
+            return out
+        after = probe.obj.prog_stats()
+        rows = probe.collect(int(time.time()))
+        stats = dict(probe.stats)
+    finally:
+        if probe is not None:
+            probe.close()
+    decoded: dict[tuple[str, str], int] = {}
+    for r in rows[0][2] if rows else []:
+        d = r["dims"]
+        decoded[(d["client"], d["op"])] = decoded.get((d["client"], d["op"]), 0) + r["count"]
+    want: dict[tuple[str, str], int] = {}
+    for c, r in zip(lab.clients, reports):
+        for op, n in {**r["ops"], **r["setup_ops"]}.items():
+            want[(c.ip, op)] = want.get((c.ip, op), 0) + n
+    mismatch = {f"{k[0]} {k[1]}": (decoded.get(k, 0), want.get(k, 0)) for k in set(decoded) | set(want)
+                if decoded.get(k, 0) != want.get(k, 0)}
+    runs = {p: after[p][0] - before.get(p, (0, 0))[0] for p in after}
+    ns = {p: after[p][1] - before.get(p, (0, 0))[1] for p in after}
+    total_ns, total_runs = sum(ns.values()), sum(runs.values())
+    ops_decoded = sum(decoded.values())
+    window = end - start  # the stats window: load start to the last client's exit
+    out.update({
+        "ops_decoded": ops_decoded,
+        "decoded_equals_served": not mismatch,
+        "mismatch (decoded, served)": mismatch,
+        "packets": runs,
+        "bpf_ns": ns,
+        "bpf_ns_per_op": total_ns / ops_decoded if ops_decoded else None,
+        "bpf_ns_per_packet": {p: ns[p] / runs[p] for p in runs if runs[p]},
+        "ops_per_packet": ops_decoded / total_runs if total_runs else None,
+        "bpf_pct_of_one_core": 100 * total_ns / 1e9 / window,
+        "stats": stats,
+    })
+    return out
+
+
+def _med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds: int = 3,
+                  read_size: int = 512) -> dict:
+    why = _requirements()
+    if why:
+        return {"skipped": why}
+    from loupe.lab import Ganesha, Lab
+
+    with Lab(clients=clients) as lab, Ganesha(lab.server_ip, [EXPORT]) as g:
+        exp = g.export_dir(EXPORT)
+        for i in range(clients):
+            (exp / f"f{i}").write_bytes(os.urandom(64 * 1024))
+        _load(lab, g, 2, depth, read_size)  # warm ganesha's caches
+        on, off = [], []
+        for r in range(rounds):
+            for probe_on in ((True, False) if r % 2 == 0 else (False, True)):
+                res = _round(lab, g, probe_on, seconds, depth, read_size)
+                (on if probe_on else off).append(res)
+                print(f"  round {r + 1} decoder {'on ' if probe_on else 'off'}: {res['ops_per_s']:,.0f} ops/s"
+                      + (f", {res['bpf_ns_per_op']:.0f} ns/op, {res['bpf_pct_of_one_core']:.2f} % of a core, "
+                         f"decoded == served: {res['decoded_equals_served']}" if probe_on else ""), flush=True)
+    ns_op = _med(r["bpf_ns_per_op"] for r in on)
+    summary = {
+        "ops_per_s_with_decoder": _med(r["ops_per_s"] for r in on),
+        "ops_per_s_without_decoder": _med(r["ops_per_s"] for r in off),
+        "bpf_ns_per_op": ns_op,
+        "bpf_ns_per_packet": {p: _med(r["bpf_ns_per_packet"].get(p) for r in on)
+                              for p in ("nfswire_ingress", "nfswire_egress")},
+        "ops_per_packet": _med(r["ops_per_packet"] for r in on),
+        "bpf_pct_of_one_core": _med(r["bpf_pct_of_one_core"] for r in on),
+        "decoded_equals_served_every_round": all(r["decoded_equals_served"] for r in on),
+        "pct_of_one_core_at_100k_ops_per_s": ns_op * TARGET_OPS / 1e7 if ns_op else None,
+    }
+    summary["server_overhead_pct"] = (100 * (1 - summary["ops_per_s_with_decoder"] / summary["ops_per_s_without_decoder"]))
+    return {"config": dict(seconds=seconds, clients=clients, depth=depth, rounds=rounds, read_size=read_size,
+                           mix="NFSv3 GETATTR, ACCESS, READ in turn; one TCP connection per client",
+                           cpus=os.cpu_count(), kernel=os.uname().release),
+            "summary": summary, "with_decoder": on, "without_decoder": off}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--clients", type=int, default=2)
+    p.add_argument("--depth", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--read-size", type=int, default=512)
+    p.add_argument("--no-save", action="store_true", help="print only; do not write bench/results")
+    a = p.parse_args(argv)
+    res = bench_nfswire(a.seconds, a.clients, a.depth, a.rounds, a.read_size)
+    print(json.dumps(res.get("summary", res), indent=1))
+    if not a.no_save:
+        out = ROOT / "bench" / "results" / ("nfswire-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")
+        out.write_text(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                   "cpus": os.cpu_count(), "nfswire": res}, indent=1) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
