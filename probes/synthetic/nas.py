@@ -271,13 +271,18 @@ class SyntheticNAS:
         in_pk, out_pk = in_data + np.ceil(out_data / 2), out_data + np.ceil(in_data / 2)  # delayed ACKs
         in_b, out_b = inp + in_pk * FRAME_HDR, outp + out_pk * FRAME_HDR
         active = np.flatnonzero(ops > 0)
-        rows = []
+        # As a real host reports it: per-interface totals (procfs.net) and, as a second
+        # layer of the same bytes, per client and local port (bpf.net); the catalog's
+        # layer rule makes each statistic read one of them.
+        rows = [{"dims": {"interface": NIC, "direction": "in"}, "count": int(in_pk.sum()), "bytes": int(in_b.sum())},
+                {"dims": {"interface": NIC, "direction": "out"}, "count": int(out_pk.sum()),
+                 "bytes": int(out_b.sum())}]
         columns = (x[active].astype(np.int64).tolist() for x in (in_pk, in_b, out_pk, out_b))
         for ip, pk_in, b_in, pk_out, b_out in zip(self.pop.ips[active].tolist(), *columns):
-            rows.append({"dims": {"interface": NIC, "direction": "in", "client": ip}, "count": pk_in, "bytes": b_in})
-            rows.append({"dims": {"interface": NIC, "direction": "out", "client": ip}, "count": pk_out,
+            rows.append({"dims": {"client": ip, "port": "2049", "direction": "in"}, "count": pk_in, "bytes": b_in})
+            rows.append({"dims": {"client": ip, "port": "2049", "direction": "out"}, "count": pk_out,
                          "bytes": b_out})
-        return rows, int(in_pk.sum() + out_pk.sum())
+        return [r for r in rows if r["count"] or r["bytes"]], int(in_pk.sum() + out_pk.sum())
 
     def _cpu(self, s: Second, ops: float, nfs_bytes: float, disk_ops: int, disk_bytes: int, packets: int,
              disk_reads: int) -> list[dict]:
@@ -300,10 +305,15 @@ class SyntheticNAS:
         for c in range(NCPU):
             cpu = f"cpu{c}"
             busy = 0
+            by_mode: dict[str, int] = {}
             for (mode, app), us in per.items():
                 v = int(us[c] * squeeze[c])
                 busy += v
+                by_mode[mode] = by_mode.get(mode, 0) + v
+                # the per-application layer (bpf.cpu on a real host)
                 rows.append({"dims": {"cpu": cpu, "mode": mode, "application": app}, "count": v})
+            # the per-mode layer (procfs.cpu): the same time, plus what no application used
+            rows += [{"dims": {"cpu": cpu, "mode": mode}, "count": v} for mode, v in by_mode.items()]
             free = 1_000_000 - busy
             iowait = int(free * min(0.5, disk_reads / 40_000))  # idle while nfsd threads wait on disks
             rows.append({"dims": {"cpu": cpu, "mode": "iowait"}, "count": iowait})

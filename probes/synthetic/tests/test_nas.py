@@ -98,7 +98,7 @@ def test_rows_per_second_stay_reasonable(minute) -> None:
 def _per_client(rows: list[dict], key: str = "bytes", **match) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for r in rows:
-        if all(r["dims"].get(k) == v for k, v in match.items()):
+        if r["dims"].get("client") and all(r["dims"].get(k) == v for k, v in match.items()):
             out[r["dims"]["client"]] += r[key]
     return out
 
@@ -138,7 +138,13 @@ def test_wire_carries_at_least_the_nfs_bytes(minute) -> None:
         net_in, net_out = _per_client(sec["net"], direction="in"), _per_client(sec["net"], direction="out")
         clients = set(nfs_rd) | set(nfs_wr)
         assert clients == set(net_in) == set(net_out)
-        assert {r["dims"]["interface"] for r in sec["net"]} == {"ixgbe0"}
+        # two layers of the same bytes: per interface (procfs) and per client (bpf.net)
+        per_if = [r for r in sec["net"] if r["dims"].get("interface")]
+        assert {r["dims"]["interface"] for r in per_if} == {"ixgbe0"}
+        assert all(not r["dims"].get("client") for r in per_if)
+        for d, per in (("in", net_in), ("out", net_out)):
+            assert sum(r["bytes"] for r in per_if if r["dims"]["direction"] == d) == sum(per.values())
+        assert {r["dims"]["port"] for r in sec["net"] if r["dims"].get("client")} == {"2049"}
         for c in clients:
             assert net_out[c] >= nfs_rd.get(c, 0) and net_in[c] >= nfs_wr.get(c, 0)
             assert net_in[c] + net_out[c] <= 1.1 * (nfs_rd.get(c, 0) + nfs_wr.get(c, 0)) + 2e6  # overhead, not noise
@@ -178,12 +184,20 @@ def test_synchronous_writes_go_to_the_log_devices(minute) -> None:
 
 def test_cpu_adds_up_to_one_second_per_cpu(minute) -> None:
     for sec in minute[:5]:
-        per_cpu: dict[str, int] = defaultdict(int)
+        per_cpu: dict[str, int] = defaultdict(int)  # the per-mode layer: every microsecond once
+        per_app: dict[tuple[str, str], int] = defaultdict(int)  # the per-application layer
+        per_mode: dict[tuple[str, str], int] = defaultdict(int)
         apps = set()
         for r in sec["cpu"]:
-            per_cpu[r["dims"]["cpu"]] += r["count"]
-            apps.add(r["dims"].get("application", ""))
+            d = r["dims"]
+            if d.get("application"):
+                per_app[(d["cpu"], d["mode"])] += r["count"]
+                apps.add(d["application"])
+            else:
+                per_cpu[d["cpu"]] += r["count"]
+                per_mode[(d["cpu"], d["mode"])] += r["count"]
         assert len(per_cpu) == 16 and set(per_cpu.values()) == {1_000_000}
+        assert all(per_mode[k] == v for k, v in per_app.items())  # applications' time is in its mode
         assert {"nfsd", "zfs", "kworker"} <= apps
         nfsd = sum(r["count"] for r in sec["cpu"] if r["dims"].get("application") == "nfsd")
         ops = sum(r["count"] for r in sec["nfs"])
@@ -221,7 +235,7 @@ def test_ten_thousand_clients() -> None:
     rows = dict((f, r) for f, _, r in out)
     assert 5_000 < len(rows["nfs"]) < 60_000
     clients = {r["dims"]["client"] for r in rows["nfs"]}
-    assert len(clients) > 5_000 and "10.0.39.250" in {r["dims"]["client"] for r in rows["net"]} | clients
+    assert len(clients) > 5_000 and "10.0.39.250" in {r["dims"].get("client") for r in rows["net"]} | clients
     # The special actors keep their character at any scale.
     assert _per_client(rows["net"], direction="out")[NET_LIMITED] <= 117e6
     assert _per_client(rows["net"], direction="out")[NET_LIMITED] > 100e6
