@@ -2,6 +2,7 @@
 import { useSources, useStatus } from './api/hooks'
 import { useLiveState } from './api/live'
 import { SourcesMenu } from './components/SourcesMenu'
+import { SourcesPage, openSources } from './pages/SourcesPage'
 import { StatusPage } from './pages/StatusPage'
 import { WorksheetPage } from './pages/WorksheetPage'
 import { navigate, useLocation } from './state/router'
@@ -34,7 +35,8 @@ function LiveIndicator() {
 
 export function App() {
   const { path } = useLocation()
-  const page = path.replace(/\/+$/, '') === '/status' ? 'status' : 'worksheet'
+  const route = path.replace(/\/+$/, '')
+  const page = route === '/status' ? 'status' : route === '/sources' ? 'sources' : 'worksheet'
   return (
     <div className="app">
       <header className="header">
@@ -75,6 +77,17 @@ export function App() {
           >
             Status
           </a>
+          <a
+            href="/sources"
+            className={page === 'sources' ? 'active' : ''}
+            data-testid="nav-sources"
+            onClick={(e) => {
+              e.preventDefault()
+              openSources()
+            }}
+          >
+            Sources
+          </a>
         </nav>
         <div className="header-right">
           <DemoLabel />
@@ -82,7 +95,7 @@ export function App() {
           <SourcesMenu />
         </div>
       </header>
-      {page === 'status' ? <StatusPage /> : <WorksheetPage />}
+      {page === 'status' ? <StatusPage /> : page === 'sources' ? <SourcesPage /> : <WorksheetPage />}
     </div>
   )
 }

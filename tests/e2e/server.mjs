@@ -40,11 +40,24 @@ export async function until(what, fn, ms = 30_000, every = 250) {
   throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last.message}` : ''}`)
 }
 
+/** The default readiness: the demo backfills oldest first; wait until it has caught up with the last minute. */
+async function demoTrafficLastMinute(base) {
+  const r = await fetch(`${base}/api/v1/query?metric=nfs.ops&start=-1m&end=now`)
+  const q = await r.json()
+  return r.ok && q.total.filter((v) => v > 0).length >= 50
+}
+
 /**
  * Run `loupe serve --demo` on a free port with a fresh data dir. Resolves once
- * /healthz answers and the demo NAS has filled the last minute with NFS traffic.
+ * /healthz answers and `ready(base)` holds: by default, the demo NAS has filled
+ * the last minute with NFS traffic.
  */
-export async function startLoupe({ backfill = 90 } = {}) {
+export async function startLoupe({
+  backfill = 90,
+  ready = demoTrafficLastMinute,
+  readyWhat = 'demo NFS traffic in the last minute',
+  readyMs = 60_000,
+} = {}) {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'loupe-e2e-'))
   const base = `http://127.0.0.1:${port}`
@@ -97,16 +110,13 @@ export async function startLoupe({ backfill = 90 } = {}) {
       },
       30_000,
     )
-    // The demo backfills oldest first: wait until it has caught up with the last minute.
     await until(
-      'demo NFS traffic in the last minute',
+      readyWhat,
       async () => {
         if (exited !== null) throw new Error(`loupe exited (${JSON.stringify(exited)}):\n${log}`)
-        const r = await fetch(`${base}/api/v1/query?metric=nfs.ops&start=-1m&end=now`)
-        const q = await r.json()
-        return r.ok && q.total.filter((v) => v > 0).length >= 50
+        return ready(base)
       },
-      60_000,
+      readyMs,
       500,
     )
   } catch (e) {

@@ -1,8 +1,9 @@
 // Server state through TanStack Query: one hook per API read.
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { withSource, type Action } from '../lib/sources'
 import type { Statistic, WorksheetState } from '../state/url'
 import { apiRange, rangeSeconds } from '../state/url'
-import { api, unwrap } from './client'
+import { api, unwrap, type SourceList } from './client'
 
 /** where {client: [a, b]} -> ["client=a,b"], the API's repeatable filter parameter. */
 export function whereParams(where: Record<string, string[]> | undefined): string[] {
@@ -35,11 +36,37 @@ export function useMetrics() {
   })
 }
 
-export function useSources() {
+/** The source list with the server's clock at the answer, so staleness is judged on the server's time. */
+export type SourcesAnswer = SourceList & { serverOffsetMs: number }
+
+/** Server clock minus browser clock, from the answer's Date header (0 without one). */
+function clockOffset(response: Response): number {
+  const date = Date.parse(response.headers.get('date') ?? '')
+  return Number.isFinite(date) ? date - Date.now() : 0
+}
+
+/** Every observer shares one cache entry; the Sources page asks for a 2 s poll, the header 10 s. */
+export function useSources(refetchMs = 10_000) {
   return useQuery({
     queryKey: ['sources'],
-    queryFn: async () => unwrap(await api.GET('/api/v1/sources')),
-    refetchInterval: 10_000,
+    queryFn: async (): Promise<SourcesAnswer> => {
+      const r = await api.GET('/api/v1/sources')
+      return { ...unwrap(r), serverOffsetMs: clockOffset(r.response) }
+    },
+    refetchInterval: refetchMs,
+  })
+}
+
+/** Suspend or resume a source; the answer (the source with its request) goes into the list at once. */
+export function useSourceControl() {
+  const client = useQueryClient()
+  return useMutation({
+    mutationFn: async ({ agent, name, action }: { agent: string; name: string; action: Action }) =>
+      unwrap(await api.POST(action === 'suspend' ? '/api/v1/sources/suspend' : '/api/v1/sources/resume', { body: { agent, name } })),
+    onSuccess: (updated) => {
+      client.setQueryData<SourcesAnswer>(['sources'], (old) => (old ? { ...withSource(old, updated), serverOffsetMs: old.serverOffsetMs } : old))
+      void client.invalidateQueries({ queryKey: ['sources'] })
+    },
   })
 }
 

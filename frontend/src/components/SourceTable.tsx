@@ -1,5 +1,6 @@
 import type { SourcePublic } from '../api/client'
 import { formatDateTime } from '../lib/format'
+import { StateBadge } from './StateBadge'
 
 export function SourceTable({ sources }: { sources: SourcePublic[] }) {
   if (!sources.length) return <div className="muted">No agent has reported yet.</div>
@@ -23,9 +24,7 @@ export function SourceTable({ sources }: { sources: SourcePublic[] }) {
             <td>{s.host ?? '–'}</td>
             <td className="mono">{s.families.join(', ')}</td>
             <td>
-              <span className={`state state-${s.state === 'active' ? 'ok' : 'bad'}`}>
-                {s.state === 'active' ? '✓' : '✗'} {s.state}
-              </span>
+              <StateBadge state={s.state} />
             </td>
             <td className="muted">{s.reason || '–'}</td>
           </tr>

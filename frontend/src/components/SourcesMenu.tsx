@@ -2,6 +2,8 @@
 import { useState } from 'react'
 import { useSources } from '../api/hooks'
 import { familySummary } from '../lib/empty'
+import { isHealthy } from '../lib/sources'
+import { openSources } from '../pages/SourcesPage'
 import { Popover } from './Popover'
 import { SourceTable } from './SourceTable'
 
@@ -9,11 +11,13 @@ export function SourcesMenu() {
   const { data, error } = useSources()
   const [open, setOpen] = useState(false)
   const active = data?.sources.filter((s) => s.state === 'active').length ?? 0
+  // Standby and suspended sources are as intended; only off and error ones need a look.
+  const allWell = data?.sources.every((s) => isHealthy(s.state)) ?? false
   return (
     <div className="anchor">
       <button className="header-button" onClick={() => setOpen(!open)} data-testid="sources-button" aria-expanded={open}>
         Sources{' '}
-        <span className={`pill ${data && active === data.sources.length ? 'pill-ok' : 'pill-warn'}`}>
+        <span className={`pill ${allWell ? 'pill-ok' : 'pill-warn'}`}>
           {data ? `${active}/${data.sources.length}` : error ? '!' : '…'}
         </span>
       </button>
@@ -23,7 +27,17 @@ export function SourcesMenu() {
           {data && (
             <>
               <div className="menu-title">
-                Families: <span className="mono">{familySummary(data)}</span>
+                Families: <span className="mono">{familySummary(data)}</span>{' '}
+                <button
+                  className="icon-button"
+                  data-testid="sources-menu-open-page"
+                  onClick={() => {
+                    setOpen(false)
+                    openSources()
+                  }}
+                >
+                  cost, suspend and resume →
+                </button>
               </div>
               <SourceTable sources={data.sources} />
             </>

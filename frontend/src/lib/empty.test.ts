@@ -11,6 +11,8 @@ const src = (name: string, families: string[], state: string, reason: string, de
   reason,
   demo,
   last_seen: 0,
+  suspendable: false,
+  suspend_requested: false,
 })
 
 const sources: SourceList = {

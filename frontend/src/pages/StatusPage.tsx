@@ -4,6 +4,7 @@ import { useSources, useStatus } from '../api/hooks'
 import { tileView } from '../charts/sparkline/transform'
 import { SparklineTile } from '../charts/sparkline/View'
 import { SourceTable } from '../components/SourceTable'
+import { openSources } from './SourcesPage'
 import { familyIsDemo, familySummary } from '../lib/empty'
 import { formatBytes } from '../lib/format'
 import { lastWorksheet, openWorksheet } from '../state/useWorksheet'
@@ -42,6 +43,16 @@ export function StatusPage() {
         <div className="panel-head">
           <h2>Sources</h2>
           {sources.data && <span className="mono small">{familySummary(sources.data)}</span>}
+          <a
+            className="small"
+            href="/sources"
+            onClick={(e) => {
+              e.preventDefault()
+              openSources()
+            }}
+          >
+            agents, probe cost, suspend and resume →
+          </a>
         </div>
         {sources.error && <div className="error">{sources.error.message}</div>}
         {sources.data && <SourceTable sources={sources.data.sources} />}

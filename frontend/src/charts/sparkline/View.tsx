@@ -1,7 +1,7 @@
 // A status tile: the headline value and a sparkline of the recent range.
 import { useMemo } from 'react'
 import { EChart } from '../../components/EChart'
-import type { TileView } from './model'
+import type { SparklinePoint, TileView } from './model'
 import { toSparklineOption } from './transform'
 
 export function SparklineTile({ tile, onOpen, demo }: { tile: TileView; onOpen: () => void; demo: boolean }) {
@@ -18,4 +18,10 @@ export function SparklineTile({ tile, onOpen, demo }: { tile: TileView; onOpen: 
       <EChart option={option} className="tile-spark" ariaLabel={`${tile.title} over the last minutes`} />
     </button>
   )
+}
+
+/** A bare sparkline (no tile), e.g. a probe's own cost over the last minutes. */
+export function Sparkline({ points, label, className, testId }: { points: SparklinePoint[]; label: string; className?: string; testId?: string }) {
+  const option = useMemo(() => toSparklineOption(points), [points])
+  return <EChart option={option} className={className} ariaLabel={label} testId={testId} />
 }
