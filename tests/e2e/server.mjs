@@ -1,10 +1,11 @@
 // Start the real Loupe backend (with its demo NAS) for a test, and always stop it by PID.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { browserMissing } from './browser.mjs'
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const loupeBin = process.env.LOUPE_BIN || join(repoRoot, '.venv/bin/loupe')
@@ -126,3 +127,15 @@ export async function startLoupe({
   return server
 }
 
+
+/** Why the e2e tests cannot run here (a reason to skip), or null; throws when the
+ * repo is not built (those are failures, not skips). */
+export function setupProblem() {
+  const missing = browserMissing()
+  if (missing) return missing
+  const problems = []
+  if (!existsSync(loupeBin)) problems.push(`${loupeBin} is missing (make deps, or set LOUPE_BIN)`)
+  if (!existsSync(uiIndex)) problems.push(`${uiIndex} is missing (make ui)`)
+  if (problems.length) throw new Error(problems.join('; '))
+  return null
+}

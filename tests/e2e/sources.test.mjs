@@ -3,23 +3,13 @@
 // suspend request pending until the agent applies it, an API error inline, staleness),
 // and, as root with BPF, suspending and resuming the local agent's bpf.disk probe.
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { browserMissing, launch } from './browser.mjs'
-import { loupeBin, repoRoot, startLoupe, uiIndex, until } from './server.mjs'
+import { launch } from './browser.mjs'
+import { repoRoot, setupProblem, startLoupe, until } from './server.mjs'
 
 const shots = join(repoRoot, 'tests/artifacts/e2e')
-
-function setupProblem() {
-  const missing = browserMissing()
-  if (missing) return missing
-  const problems = []
-  if (!existsSync(loupeBin)) problems.push(`${loupeBin} is missing (make deps, or set LOUPE_BIN)`)
-  if (!existsSync(uiIndex)) problems.push(`${uiIndex} is missing (make ui)`)
-  if (problems.length) throw new Error(problems.join('; '))
-  return null
-}
 
 const skip = setupProblem()
 

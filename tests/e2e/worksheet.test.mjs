@@ -1,23 +1,13 @@
 // The worksheet end to end: add a statistic, watch it update, drill down to files,
 // open a latency heat map, list the members of a band, save, and reload the URL.
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { browserMissing, launch } from './browser.mjs'
-import { loupeBin, repoRoot, startLoupe, uiIndex, until } from './server.mjs'
+import { launch } from './browser.mjs'
+import { repoRoot, setupProblem, startLoupe, until } from './server.mjs'
 
 const shots = join(repoRoot, 'tests/artifacts/e2e')
-
-function setupProblem() {
-  const missing = browserMissing()
-  if (missing) return missing
-  const problems = []
-  if (!existsSync(loupeBin)) problems.push(`${loupeBin} is missing (make deps, or set LOUPE_BIN)`)
-  if (!existsSync(uiIndex)) problems.push(`${uiIndex} is missing (make ui)`)
-  if (problems.length) throw new Error(problems.join('; '))
-  return null
-}
 
 const skip = setupProblem()
 
