@@ -119,8 +119,8 @@ class Agent:
             httpx_log.setLevel(logging.WARNING)
         self._client = httpx.Client(headers=self._headers, timeout=self._timeout)
         try:
-            for src in self.sources:  # load BPF probes before the first tick, so `replaces` holds from it
-                start = getattr(src, "start", None)
+            for src in self.sources:  # BPF probes load (and the kernel verifies them) in parallel, in
+                start = getattr(src, "start_in_background", None)  # the background: nothing waits for them
                 if start is not None:
                     start()
             now = time.time()

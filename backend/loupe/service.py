@@ -64,11 +64,11 @@ class Loupe:
         if out.accepted:
             t.observe_tables(out.tables, received_at)
             self.hub.publish(out.seconds)
+        if req.agent:  # cost first: a reader never sees a source without its cost and flags
+            self.control.report(req.agent, req.status, req.stats, received_at)
         if req.agent and req.status is not None:
             host = req.frames[0].host if req.frames else None
             self.store.record_status(req.agent, host, req.status, received_at)
-        if req.agent:
-            self.control.report(req.agent, req.status, req.stats, received_at)
         return out
 
     def start_background(self) -> None:

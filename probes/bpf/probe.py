@@ -98,6 +98,7 @@ class BpfProbe:
         self.reason = ""
         self.notes: list[str] = []  # optional programs that did not attach, and why
         self._started = False
+        self.loading = False  # start() running (possibly in another thread)
         self._suspended = False
         self._counters: dict[str, bytes] = {}
         self._prog_prev: dict[str, tuple[int, int]] = {}
@@ -126,24 +127,40 @@ class BpfProbe:
     def start(self) -> bool:
         """Load and attach; afterwards ``state``/``reason`` say how it went. Idempotent."""
         with self._lock:
-            if self._started:
-                return self.state == "active"
-            self._started = True
-            why = libbpf.why_not_bpf() or self.requirements()
-            if why:
-                self.state, self.reason = "off", why
-                log.info("%s off: %s", self.name, why)
-                return False
             try:
-                self._load()
-            except BpfError as e:
-                self.state, self.reason = "error", str(e)[:500]
-                log.warning("%s: %s", self.name, e)
-                self._close_obj()
-                return False
-            self.state, self.reason = "active", "; ".join(self.notes)
-            _hold_stats()
-            return True
+                if self._started:
+                    return self.state == "active"
+                self._started = True
+                self.loading = True
+                return self._start()
+            finally:
+                self.loading = False
+
+    def start_in_background(self) -> threading.Thread:
+        """Load in a thread: the verifier may take seconds for a large program, and the
+        other sources should not wait for it. Until loaded, the probe reports "off"
+        (loading) and collects nothing; a source it replaces keeps counting meanwhile."""
+        self.loading = True
+        t = threading.Thread(target=self.start, name=f"load-{self.name}", daemon=True)
+        t.start()
+        return t
+
+    def _start(self) -> bool:
+        why = libbpf.why_not_bpf() or self.requirements()
+        if why:
+            self.state, self.reason = "off", why
+            log.info("%s off: %s", self.name, why)
+            return False
+        try:
+            self._load()
+        except BpfError as e:
+            self.state, self.reason = "error", str(e)[:500]
+            log.warning("%s: %s", self.name, e)
+            self._close_obj()
+            return False
+        self.state, self.reason = "active", "; ".join(self.notes)
+        _hold_stats()
+        return True
 
     def _load(self) -> None:
         skip: list[str] = []
@@ -228,6 +245,8 @@ class BpfProbe:
 
     # ------------------------------------------------------------------ Source
     def status(self) -> list[dict]:
+        if self.loading:
+            return [status_entry(self.name, self.families, "off", "loading: the kernel is verifying its programs")]
         if not self._started:
             self.start()
         state, reason = self.state, self.reason
@@ -239,6 +258,8 @@ class BpfProbe:
         return [st]
 
     def collect(self, ts: int) -> Collected:
+        if self.loading:
+            return []
         if not self._started:
             self.start()
         with self._lock:
