@@ -73,3 +73,29 @@ def test_batch_drain_returns_every_entry_once_and_empties_the_map():
             obj.map("nope")
         with pytest.raises(BpfError, match="no program 'nope'"):
             obj.attach("nope")
+
+
+def test_a_probe_loading_in_the_background_says_so_and_collects_nothing():
+    import threading
+
+    from loupe_probes.disk import DiskProbe
+
+    gate = threading.Event()
+
+    class Slow(DiskProbe):
+        def requirements(self):
+            gate.wait(10)  # as a long verification would
+            return "held off by the test"
+
+    p = Slow("h")
+    t = p.start_in_background()
+    try:
+        st = p.status()[0]
+        assert st["state"] == "off" and "loading" in st["reason"]
+        assert p.collect(1) == []
+    finally:
+        gate.set()
+        t.join(10)
+    st = p.status()[0]
+    assert not p.loading and st["state"] == "off"
+    assert st["reason"] in ("held off by the test", libbpf.why_not_bpf())
