@@ -467,26 +467,23 @@ def probe_tracepoint(category: str, name: str) -> bool:
     return btf_has(f"btf_trace_{name}")
 
 
-_btf_names: set[str] | None = None
-
-
 def btf_has(name: str) -> bool:
     """Does vmlinux BTF name this type or function (e.g. ``btf_trace_block_rq_issue``)?
 
-    Scans the raw string section once; names are NUL-terminated there."""
-    global _btf_names
-    if _btf_names is None:
-        try:
-            raw = BTF_VMLINUX.read_bytes()
-            hdr_len = int.from_bytes(raw[4:8], "little")
-            str_off = int.from_bytes(raw[16:20], "little")
-            str_len = int.from_bytes(raw[20:24], "little")
-            start = 24 if hdr_len < 24 else hdr_len
-            strings = raw[start + str_off:start + str_off + str_len]
-            _btf_names = {s.decode(errors="replace") for s in strings.split(b"\0") if s}
-        except OSError:
-            _btf_names = set()
-    return name in _btf_names
+    Searches the raw string section, where names are NUL-terminated. Not cached: it
+    is asked a few times at start, and a set of every kernel name would cost the
+    agent about 15 MB of memory for good."""
+    try:
+        with open(BTF_VMLINUX, "rb") as f:
+            head = f.read(24)
+            hdr_len = int.from_bytes(head[4:8], "little")
+            str_off = int.from_bytes(head[16:20], "little")
+            str_len = int.from_bytes(head[20:24], "little")
+            f.seek(max(24, hdr_len) + str_off)
+            strings = f.read(str_len)
+    except OSError:
+        return False
+    return (b"\0" + name.encode() + b"\0") in strings
 
 
 def kprobes_available() -> bool:
