@@ -217,10 +217,31 @@ def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int) -> d
     if sorted_:
         cur.execute(f"INSERT INTO nfs_h BY NAME SELECT ts - ts % 3600 AS ts, {dims}, {sums} FROM nfs_m "
                     f"GROUP BY ALL ORDER BY host, client, file, ts")
+        for tier in ("s", "m", "h"):  # the totals tables, as rollups and compaction keep them
+            cur.execute(f"DELETE FROM nfs_k_{tier}")
+            store._fill_totals(cur, NFS, tier, "true")
         store.checkpoint()
     store.close()
     return dict(rows=total, build_seconds=time.time() - started, seconds_and_minutes_bytes=seconds_bytes,
                 bytes=os.path.getsize(path))
+
+
+def table_bytes(cur, table: str) -> int:
+    """Bytes of a table's segments in the file, from `pragma storage_info` block offsets.
+
+    Segments are packed into 256 KiB blocks; each is charged up to the next segment's
+    offset in its block (the last one to the block's end, so this slightly over-counts)."""
+    rows = cur.execute(f"SELECT block_id, block_offset, additional_block_ids FROM pragma_storage_info('{table}') "
+                       "WHERE block_id >= 0").fetchall()
+    blocks: dict[int, list[int]] = {}
+    total = 0
+    for b, off, extra in rows:
+        blocks.setdefault(b, []).append(off)
+        total += 262144 * len(extra or [])
+    for offs in blocks.values():
+        offs.sort()
+        total += sum((offs[i + 1] if i + 1 < len(offs) else 262144) - o for i, o in enumerate(offs))
+    return total
 
 
 def time_query(fn, repeat=7) -> dict:
@@ -265,13 +286,28 @@ def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool =
             res["top10_clients_day_auto"] = time_query(lambda: store.aggregate(st("client"), min_day, 10))
         last = Window(end - 3600, end, 12, "second")
         res["top10_clients_last_hour"] = time_query(lambda: store.aggregate(st("client"), last, 10))
+        if srt:  # peer: the same top-N without the totals tables (every breakdown scans the tiers)
+            store.use_totals = False
+            res["general_top10_clients_day_seconds"] = time_query(
+                lambda: store.aggregate(st("client"), sec_day, 10), repeat=3)
+            res["general_top10_clients_day_auto"] = time_query(lambda: store.aggregate(st("client"), min_day, 10))
+            res["general_top10_clients_last_hour"] = time_query(lambda: store.aggregate(st("client"), last, 10))
+            store.use_totals = True
+            res["ratio_general_vs_totals"] = {
+                k: res[f"general_{k}"]["median_ms"] / res[k]["median_ms"]
+                for k in ("top10_clients_day_seconds", "top10_clients_day_auto", "top10_clients_last_hour")}
+            res["table_bytes_per_row"] = {t: table_bytes(store._cur, t) / max(1, n) for t, n in
+                                          store.row_counts().items() if t in ("nfs_s", "nfs_m", "nfs_h")}
         res["client_latency_heatmap_day_seconds"] = time_query(
             lambda: store.heatmap(st(client=[client]), "latency", Window(t0, end, 120, "second")))
         store.close()
         out[name] = res
     b = out["build_sorted"]
     nonzero_per_row = 3 + 2  # count, bytes, lat_sum + one latency and one size bucket per row
+    tb = out["sorted"].get("table_bytes_per_row", {})
     out["storage"] = dict(bytes_per_row=b["bytes"] / b["rows"],
+                          seconds_tier_bytes_per_row=tb.get("nfs_s"),
+                          seconds_tier_bytes_per_value=tb["nfs_s"] / nonzero_per_row if "nfs_s" in tb else None,
                           bytes_per_value=b["bytes"] / (b["rows"] * nonzero_per_row),
                           note="all tiers in one file; values = non-zero measures per seconds row; "
                                "generated values are hash-random, so this is a worst case for compression")

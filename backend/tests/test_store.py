@@ -97,7 +97,7 @@ def test_concurrent_ingest_group_commits_without_loss_or_duplicates(store):
                    for i in range(len(f.rows)))
     got = store._cur.execute("SELECT sum(count) FROM nfs_s_hot").fetchone()[0]
     assert got == expected
-    assert {s: q for s, q in store._cur.execute("SELECT source, hwm FROM seqs").fetchall()} == \
+    assert store.high_water() == \
         {f"a{k}@h": NOW + 39 for k in range(8)}
 
 
@@ -272,3 +272,114 @@ def test_frame_validation_names_the_problem():
         Frame(source="a", seq=1, ts=NOW, family="zfs", host="h", rows=[])
     with pytest.raises(ValueError, match="not a histogram of family cpu"):
         Frame(source="a", seq=1, ts=NOW, family="cpu", host="h", rows=[{"hist": {"latency": {"20": 1}}}])
+
+
+# ---------------------------------------------------------------- totals tables
+def _k_sums(store, tier, dim, lo, hi):
+    return store._cur.execute(
+        f"SELECT host, key, sum(count), sum(bytes), sum(lat_sum) FROM nfs_k_{tier} "
+        f"WHERE dim = '{dim}' AND ts >= {lo} AND ts < {hi} GROUP BY ALL ORDER BY ALL").fetchall()
+
+
+def _tier_sums(store, table, dim, lo, hi):
+    return store._cur.execute(
+        f"SELECT host, {dim}, sum(count), sum(bytes), sum(lat_sum) FROM {table} "
+        f"WHERE ts >= {lo} AND ts < {hi} GROUP BY ALL ORDER BY ALL").fetchall()
+
+
+def test_totals_equal_their_tiers_including_late_frames(store):
+    frames = random_nfs_frames(NOW, 3 * 60 + 30, clients=7) + random_nfs_frames(NOW, 200, seed=5, host="nas2",
+                                                                              source="b@h")
+    store.ingest(frames, received_at=NOW + 200)
+    store.rollup(NOW + 200)
+    late = random_nfs_frames(NOW + 30, 2, seed=99, source="late@h")  # lands in a rolled-up minute
+    assert store.ingest(late, received_at=NOW + 201).accepted == 2
+    store.rollup(NOW + 201)
+    store.rollup(NOW + 3 * 3600)  # hours too
+    store.compact(NOW + 3 * 3600)
+    secs = "(SELECT * FROM nfs_s UNION ALL SELECT * FROM nfs_s_hotv)"
+    for dim in ("host", "client", "proto", "op", "share", "file"):
+        for m in range(3):
+            lo, hi = NOW + 60 * m, NOW + 60 * (m + 1)
+            assert _k_sums(store, "m", dim, lo, hi) == _tier_sums(store, "nfs_m", dim, lo, hi) != []
+        assert _k_sums(store, "h", dim, NOW, NOW + 3600) == _tier_sums(store, "nfs_h", dim, NOW, NOW + 3600) != []
+    assert _k_sums(store, "m", "client", NOW, NOW + 60) == _tier_sums(store, secs, "client", NOW, NOW + 60)
+    # per-second totals of the settled seconds, late rows included
+    per_sec = "SELECT ts, host, sum(count), sum(bytes), sum(lat_sum) FROM {} GROUP BY ALL ORDER BY ALL"
+    assert store._cur.execute(per_sec.format("nfs_k_s")).fetchall() == \
+        store._cur.execute(per_sec.format("nfs_s")).fetchall() != []
+    # a late frame for an already settled second adds a row; the sums still match
+    store.ingest(random_nfs_frames(NOW + 40, 1, seed=7, source="later@h"), received_at=NOW + 3 * 3600)
+    store.compact(NOW + 4 * 3600)
+    assert store._cur.execute(per_sec.format("nfs_k_s")).fetchall() == \
+        store._cur.execute(per_sec.format("nfs_s")).fetchall()
+
+
+def _same(a, b):
+    assert a.keys == b.keys and a.elements == b.elements and a.approximate == b.approximate
+    assert a.total == pytest.approx(b.total) and a.other == pytest.approx(b.other, abs=1e-9)
+    for x, y in zip(a.values, b.values):
+        assert x == pytest.approx(y)
+    assert a.key_means == pytest.approx(b.key_means)
+
+
+def test_breakdowns_from_totals_equal_the_general_path(tmp_path):
+    store = DuckDBStore(tmp_path / "t.duckdb", compact_every=600, clock=lambda: NOW)
+    end = NOW + 1500
+    frames = random_nfs_frames(NOW, 1500, clients=9) + random_nfs_frames(NOW + 100, 1300, seed=4, host="nas2",
+                                                                        source="b@h")
+    store.ingest(frames, received_at=end + 1)
+    store.rollup(end - 200)  # the last minutes stay dirty: read from the seconds
+    store.compact(end - 180)  # the first 20 minutes settled, the rest hot
+    store.ingest(random_nfs_frames(NOW + 90, 3, seed=8, source="late@h"), received_at=end + 1)  # re-dirties
+    windows = [Window(NOW, end, 30, "second"), Window(NOW + 17, NOW + 1217, 1, "second"),
+               Window(NOW, end, 300, "minute"), Window(NOW, NOW + 3600, 3600, "hour"),
+               Window(NOW + 300, end - 60, 60, "minute")]
+    try:
+        for by in ("client", "op", "proto", "share", "host", "file"):
+            for st in (stat(by=by), stat(BYTES, by=by), stat(by=by, host=["nas2"])):
+                for w in windows:
+                    store.use_totals = True
+                    fast = store.aggregate(st, w, 3)
+                    store.use_totals = False
+                    slow = store.aggregate(st, w, 3)
+                    _same(fast, slow)
+                    for i in range(w.points):  # top-N + other still sum to the total
+                        assert sum(v[i] for v in fast.values) + fast.other[i] == pytest.approx(fast.total[i])
+    finally:
+        store.close()
+
+
+def test_store_without_totals_tables_gets_them_on_open(tmp_path):
+    path = tmp_path / "old.duckdb"
+    s = DuckDBStore(path, clock=lambda: NOW)
+    s.ingest(random_nfs_frames(NOW, 150), received_at=NOW + 200)
+    s.rollup(NOW + 200)
+    s.compact(NOW + 3 * 3600)
+    want = s.aggregate(stat(by="client"), Window(NOW, NOW + 180, 60, "minute"), 2)
+    for t in ("k_s", "k_m", "k_h"):  # as written before the totals tables existed
+        s._cur.execute(f"DROP TABLE nfs_{t}")
+    s.close()
+    s = DuckDBStore(path, clock=lambda: NOW)
+    try:
+        assert s._cur.execute("SELECT count(*) FROM nfs_k_m").fetchone()[0] > 0
+        _same(s.aggregate(stat(by="client"), Window(NOW, NOW + 180, 60, "minute"), 2), want)
+    finally:
+        s.close()
+
+
+def test_high_water_marks_survive_folding_the_seq_log(tmp_path):
+    path = tmp_path / "h.duckdb"
+    s = DuckDBStore(path, clock=lambda: NOW)
+    for k in range(3):
+        s.ingest(random_nfs_frames(NOW, 5, source=f"s{k}@h"), received_at=NOW + 10)
+    s.checkpoint()  # folds the log into seqs
+    s.ingest(random_nfs_frames(NOW + 5, 2, source="s0@h"), received_at=NOW + 10)
+    assert s.high_water() == {"s0@h": NOW + 6, "s1@h": NOW + 4, "s2@h": NOW + 4}
+    s.close()
+    s = DuckDBStore(path, clock=lambda: NOW)
+    try:
+        assert s.high_water() == {"s0@h": NOW + 6, "s1@h": NOW + 4, "s2@h": NOW + 4}
+        assert s.ingest(random_nfs_frames(NOW + 6, 1, source="s0@h"), received_at=NOW + 10).duplicates == 1
+    finally:
+        s.close()

@@ -23,6 +23,7 @@ a coarse chart never has a hole at its right edge.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import threading
@@ -44,6 +45,7 @@ from .base import Aggregate, Heatmap, IngestOutcome, PruneReport, Statistic, Sto
 log = logging.getLogger("loupe.store")
 
 PERIOD = {"m": 60, "h": 3600}
+MEASURES = ("count", "bytes", "lat_sum")
 TIER_TABLE = {"second": "s", "minute": "m", "hour": "h"}
 LAYOUT = 1  # bump when table shapes change
 ROLLUP_GRACE = 5  # seconds after a period ends before it is rolled up
@@ -58,6 +60,7 @@ class _Job:
     hosts: set[str]
     seen: float
     tables: dict[str, pa.Table] = field(default_factory=dict)
+    seconds: dict[str, set[int]] = field(default_factory=dict)
     done: bool = False
     error: BaseException | None = None
 
@@ -104,9 +107,13 @@ class DuckDBStore(Store):
         # once the WAL passes DuckDB's 16 MB default; the WAL still makes every commit durable.
         self._db.execute("SET checkpoint_threshold = '1GB'")
         self._local = threading.local()
+        self._columns: dict[str, list[str]] = {}
+        self.use_totals = True  # False: every breakdown scans the tiers (tests and the bench compare both)
         self._wlock = threading.RLock()
         self._create()
-        self._hwm: dict[str, int] = dict(self._db.execute("SELECT source, hwm FROM seqs").fetchall())
+        self._hwm: dict[str, int] = dict(self._db.execute(
+            "SELECT source, max(hwm) FROM (SELECT source, hwm FROM seqs UNION ALL SELECT source, hwm FROM seq_log) "
+            "GROUP BY source").fetchall())
         self._hwm_reserved = dict(self._hwm)  # committed plus in-flight; guarded by _plock
         self._plock = threading.Lock()
         self._queue: list[_Job] = []
@@ -141,7 +148,11 @@ class DuckDBStore(Store):
             wide = [f"coalesce(hv[list_position(hk, {i})], 0)::BIGINT AS {c}" for i, c in enumerate(_hist_cols(fam))]
             db.execute(f"CREATE OR REPLACE VIEW {fam.name}_s_hotv AS SELECT ts, {', '.join(fam.dims)}, count, bytes, "
                        f"lat_sum{''.join(', ' + w for w in wide)} FROM {fam.name}_s_hot")
+        self._create_totals()
         db.execute("CREATE TABLE IF NOT EXISTS seqs (source VARCHAR PRIMARY KEY, hwm BIGINT, updated DOUBLE)")
+        # Each commit appends its high-water marks here (a plain append costs a fraction of an
+        # upsert into the keyed ``seqs``); checkpoint() folds the log into ``seqs``.
+        db.execute("CREATE TABLE IF NOT EXISTS seq_log (source VARCHAR, hwm BIGINT, updated DOUBLE)")
         db.execute("CREATE TABLE IF NOT EXISTS dirty (family VARCHAR, tier VARCHAR, period BIGINT)")
         db.execute("CREATE TABLE IF NOT EXISTS hosts (host VARCHAR PRIMARY KEY, first_seen DOUBLE)")
         db.execute(
@@ -153,6 +164,53 @@ class DuckDBStore(Store):
             " created DOUBLE, updated DOUBLE, spec VARCHAR)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+
+    def _create_totals(self) -> None:
+        """Totals tables, kept in the same transactions as the tiers they summarise.
+
+        * ``f_k_s``: per (second, host) totals of the settled seconds ``f_s`` (written by compact).
+        * ``f_k_m``, ``f_k_h``: per (period, dimension, host, element) totals of ``f_m``/``f_h``,
+          for every dimension of the family (``host`` included: the per-host totals).
+
+        Ranking 1,000 clients over a day then reads 1,440 x 1,000 narrow rows instead of
+        every stored second, and the per-point total reads one row per host and second.
+        A store written before these tables existed gets them computed once, on open.
+        """
+        db = self._db
+        meas = "count BIGINT NOT NULL, bytes BIGINT NOT NULL, lat_sum BIGINT NOT NULL"
+        for fam in FAMILIES.values():
+            have = {t for (t,) in db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_name IN (?, ?, ?)",
+                [f"{fam.name}_k_s", f"{fam.name}_k_m", f"{fam.name}_k_h"]).fetchall()}
+            db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_k_s (ts BIGINT NOT NULL, host VARCHAR NOT NULL, {meas})")
+            for t in ("m", "h"):
+                db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_k_{t} (ts BIGINT NOT NULL, dim VARCHAR NOT NULL, "
+                           f"host VARCHAR NOT NULL, key VARCHAR NOT NULL, {meas})")
+            for t in ("s", "m", "h"):
+                if f"{fam.name}_k_{t}" not in have:
+                    n = db.execute(f"SELECT count(*) FROM {fam.name}_{t}").fetchone()[0]
+                    if n:
+                        log.info("store: computing %s_k_%s from %d rows of %s_%s", fam.name, t, n, fam.name, t)
+                        self._fill_totals(db, fam, t, "true")
+
+    @staticmethod
+    def _fill_totals(cur, fam: Family, tier: str, cond: str) -> None:
+        """Append the totals of ``f_{tier}`` rows matching `cond` to ``f_k_{tier}``."""
+        sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
+        src = f"{fam.name}_{tier}"
+        if tier == "s":
+            cur.execute(f"INSERT INTO {fam.name}_k_s SELECT ts, host, {sums} FROM {src} WHERE {cond} "
+                        f"GROUP BY ts, host ORDER BY ts, host")
+            return
+        # One grouping-sets scan yields every dimension's per-element totals.
+        sets = ", ".join(f"(ts, host, {d})" if d != "host" else "(ts, host)" for d in fam.dims)
+        names = [d for d in fam.dims if d != "host"]
+        which = " ".join(f"WHEN grouping({d}) = 0 THEN '{d}'" for d in names)
+        key = " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names)
+        dim_expr = f"CASE {which} ELSE 'host' END" if names else "'host'"
+        key_expr = f"CASE {key} ELSE host END" if names else "host"
+        cur.execute(f"INSERT INTO {fam.name}_k_{tier} SELECT ts, {dim_expr}, host, {key_expr}, {sums} "
+                    f"FROM {src} WHERE {cond} GROUP BY GROUPING SETS ({sets}) ORDER BY ALL")
 
     def _migrate_hot(self) -> None:
         """Layout 0 kept wide hot tables; an empty one is simply replaced by the narrow form."""
@@ -232,7 +290,7 @@ class DuckDBStore(Store):
             job.tables[name] = table
             out.folded_rows += folded
             out.rows += table.num_rows
-            out.seconds[name] = {fr.ts for fr in frs}
+            out.seconds[name] = job.seconds[name] = {fr.ts for fr in frs}
         with self._plock:
             self._queue.append(job)
         with self._wlock:
@@ -259,18 +317,18 @@ class DuckDBStore(Store):
                 seqs[src] = max(q, seqs.get(src, -1), self._hwm.get(src, -1))
             hosts |= j.hosts
             seen = max(seen, j.seen)
-        dirty = {(f, "m", int(t - t % 60)) for f, ts in tables.items() for tb in ts
-                 for t in pc.unique(tb.column("ts")).to_pylist()} - self._dirty
+        dirty = {(f, "m", t - t % 60) for j in jobs for f, secs in j.seconds.items() for t in secs} - self._dirty
         hosts -= self._hosts
         cur = self._cur
         try:
             cur.begin()
             for name, ts in tables.items():
                 self._append(cur, f"{name}_s_hot", pa.concat_tables(ts) if len(ts) > 1 else ts[0])
-            cur.register("_seqs", pa.table({"source": list(seqs), "hwm": list(seqs.values()),
-                                            "updated": [seen] * len(seqs)}))
-            cur.execute("INSERT OR REPLACE INTO seqs SELECT source, hwm, updated FROM _seqs")
-            cur.unregister("_seqs")
+            if len(seqs) == 1:
+                (src, q), = seqs.items()
+                cur.execute("INSERT INTO seq_log VALUES ($1, $2, $3)", [src, q, seen])
+            else:
+                cur.executemany("INSERT INTO seq_log VALUES ($1, $2, $3)", [(k, q, seen) for k, q in seqs.items()])
             if dirty:
                 cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(dirty))
             if hosts:
@@ -307,96 +365,108 @@ class DuckDBStore(Store):
                 self._dirty |= periods
             cur.commit()
 
-    @staticmethod
-    def _append(cur, table_name: str, table: pa.Table) -> None:
-        cur.register("_batch", table)
-        try:
-            cur.execute(f"INSERT INTO {table_name} BY NAME SELECT * FROM _batch")
-        finally:
-            cur.unregister("_batch")
+    def _append(self, cur, table_name: str, table: pa.Table) -> None:
+        # A positional insert of the relation skips registering a view and binding by name;
+        # columns are put in the table's order first (a dimension added later sits last).
+        order = self._columns.get(table_name)
+        if order is None:
+            order = self._columns[table_name] = [c for (c,) in cur.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+                [table_name]).fetchall()]
+        if table.column_names != order:
+            table = table.select(order)
+        cur.from_arrow(table).insert_into(table_name)
 
-    def _fold(self, fam: Family, fr: Frame) -> tuple[list, int]:
-        """Keep the top K files of this (host, second); fold the rest into FILE_OTHER.
-
-        The other dimensions stay exact, so totals by client, op or share are
-        unchanged; only the per-file split of the folded part is lost.
-        """
-        rows = fr.rows
-        if not fam.fold_dim:
-            return rows, 0
+    def _keep_set(self, fam: Family, fr: Frame) -> set[str] | None:
+        """The top K files of this (host, second) by events, or None when all fit."""
+        fd = fam.fold_dim
+        if not fd or len(fr.rows) <= self.top_files:
+            return None
         weight: dict[str, int] = defaultdict(int)
-        for r in rows:
-            weight[r.dims.get(fam.fold_dim, "")] += r.count or 1
+        for r in fr.rows:
+            weight[r.dims.get(fd, "")] += r.count or 1
         if len(weight) <= self.top_files:
-            return rows, 0
-        keep = set(sorted(weight, key=lambda k: (-weight[k], k))[: self.top_files])
-        kept, merged = [], {}
-        folded = 0
-        for r in rows:
-            if r.dims.get(fam.fold_dim, "") in keep:
-                kept.append(r)
-                continue
-            folded += 1
-            dims = dict(r.dims)
-            dims[fam.fold_dim] = FILE_OTHER
-            key = tuple(sorted(dims.items()))
-            acc = merged.get(key)
-            if acc is None:
-                acc = merged[key] = r.model_copy(update={"dims": dims, "hist": {h: dict(b) for h, b in r.hist.items()}})
-                continue
-            acc.count += r.count
-            acc.bytes += r.bytes
-            acc.lat_sum += r.lat_sum
-            for h, b in r.hist.items():
-                dst = acc.hist.setdefault(h, {})
-                for e, n in b.items():
-                    dst[e] = dst.get(e, 0) + n
-        return kept + list(merged.values()), folded
+            return None
+        return set(heapq.nsmallest(self.top_files, weight, key=lambda k: (-weight[k], k)))
 
     def _to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
-        """Frames -> one narrow Arrow table for ``f_s_hot`` (histograms as ordinal/count lists)."""
-        folded = 0
-        prepared = []
-        for fr in frames:
-            rows, f = self._fold(fam, fr)
-            folded += f
-            prepared.append((fr, rows))
-        n = sum(len(rows) for _, rows in prepared)
-        ts = np.empty(n, dtype=np.int64)
-        vals = {k: np.empty(n, dtype=np.int64) for k in ("count", "bytes", "lat_sum")}
-        dims = {d: [] for d in fam.dims}
+        """Frames -> one narrow Arrow table for ``f_s_hot`` (histograms as ordinal/count lists).
+
+        One pass over the rows into plain lists. Beyond the top K files of a (host, second),
+        rows fold into FILE_OTHER: the other dimensions stay exact, so totals by client, op
+        or share are unchanged; only the per-file split of the folded part is lost.
+        """
+        other_dims = [d for d in fam.dims if d != "host"]
+        fd = fam.fold_dim
         ordinal = _ordinals(fam)
-        offsets = np.zeros(n + 1, dtype=np.int32)
+        ts: list[int] = []
+        hosts: list[str] = []
+        dims: list[tuple] = []
+        cnt: list[int] = []
+        byt: list[int] = []
+        lat: list[int] = []
+        offsets = [0]
         hk: list[int] = []
         hv: list[int] = []
-        i = 0
-        other_dims = [d for d in fam.dims if d != "host"]
-        for fr, rows in prepared:
-            host = fr.host
-            for r in rows:
-                ts[i] = fr.ts
-                dims["host"].append(host)
+        folded = 0
+
+        def hist_into(acc: dict[int, int], hist) -> None:
+            for h, buckets in hist.items():
+                base = ordinal[h]
+                for e, c in buckets.items():
+                    if c:
+                        k = base[int(e)]
+                        acc[k] = acc.get(k, 0) + c
+
+        for fr in frames:
+            keep = self._keep_set(fam, fr)
+            merged: dict[tuple, list] = {}
+            n0 = len(ts)
+            for r in fr.rows:
                 rd = r.dims
-                for d in other_dims:
-                    dims[d].append(rd.get(d, ""))
-                vals["count"][i] = r.count
-                vals["bytes"][i] = r.bytes
-                vals["lat_sum"][i] = r.lat_sum
+                if keep is not None and rd.get(fd, "") not in keep:
+                    folded += 1
+                    key = tuple(FILE_OTHER if d == fd else rd.get(d, "") for d in other_dims)
+                    acc = merged.get(key)
+                    if acc is None:
+                        acc = merged[key] = [0, 0, 0, {}]
+                    acc[0] += r.count
+                    acc[1] += r.bytes
+                    acc[2] += r.lat_sum
+                    if r.hist:
+                        hist_into(acc[3], r.hist)
+                    continue
+                dims.append(tuple(rd.get(d, "") for d in other_dims))
+                cnt.append(r.count)
+                byt.append(r.bytes)
+                lat.append(r.lat_sum)
                 if r.hist:
-                    acc: dict[int, int] = {}
-                    for h, buckets in r.hist.items():
-                        base = ordinal[h]
-                        for e, c in buckets.items():
-                            if c:
-                                k = base[int(e)]
-                                acc[k] = acc.get(k, 0) + c
-                    hk.extend(acc)
-                    hv.extend(acc.values())
-                i += 1
-                offsets[i] = len(hk)
-        cols = {"ts": ts, **{d: pa.array(v, type=pa.string()) for d, v in dims.items()}, **vals,
-                "hk": pa.ListArray.from_arrays(offsets, pa.array(hk, type=pa.uint16())),
-                "hv": pa.ListArray.from_arrays(offsets, pa.array(hv, type=pa.int64()))}
+                    acc_h: dict[int, int] = {}
+                    hist_into(acc_h, r.hist)
+                    hk.extend(acc_h)
+                    hv.extend(acc_h.values())
+                offsets.append(len(hk))
+            for key, (c, b, l, hist) in merged.items():
+                dims.append(key)
+                cnt.append(c)
+                byt.append(b)
+                lat.append(l)
+                hk.extend(hist)
+                hv.extend(hist.values())
+                offsets.append(len(hk))
+            n = len(dims) - n0
+            ts.extend([fr.ts] * n)
+            hosts.extend([fr.host] * n)
+        cols = {"ts": pa.array(ts, pa.int64()), "host": pa.array(hosts, pa.string())}
+        by_dim = list(zip(*dims)) if dims else [() for _ in other_dims]
+        for d, vals in zip(other_dims, by_dim):
+            cols[d] = pa.array(vals, pa.string())
+        cols["count"] = pa.array(cnt, pa.int64())
+        cols["bytes"] = pa.array(byt, pa.int64())
+        cols["lat_sum"] = pa.array(lat, pa.int64())
+        off = pa.array(offsets, pa.int32())
+        cols["hk"] = pa.ListArray.from_arrays(off, pa.array(hk, pa.uint16()))
+        cols["hv"] = pa.ListArray.from_arrays(off, pa.array(hv, pa.int64()))
         return pa.table(cols), folded
 
     # ---------------------------------------------------------------- queries
@@ -453,6 +523,62 @@ class DuckDBStore(Store):
             return " + ".join(h.column(e) for e in range(lo, hi + 1))
         return stat.metric.value
 
+    def _totals_apply(self, stat: Statistic, window: Window) -> bool:
+        """Whether the totals tables answer this breakdown exactly (else the general path runs).
+
+        They hold count, bytes and lat_sum per element of one dimension, so: a breakdown by
+        a plain dimension, filtered by host at most, with no histogram band and no row layer.
+        Files fold per second in the seconds tier but per minute in ``f_k_m``, so a file
+        breakdown at the seconds tier reads the seconds."""
+        fam = FAMILIES[stat.metric.family]
+        return (self.use_totals and stat.by is not None and stat.by in fam.dims and not stat.band and stat.layer is None
+                and stat.metric.value in MEASURES and all(d == "host" for d, _ in stat.where)
+                and not (window.tier == "second" and stat.by == fam.fold_dim))
+
+    def _totals_sql(self, stat: Statistic, window: Window, params: list, *, per_key: bool) -> str:
+        """Rows (ts, k, v) covering the window: per element of stat.by (per_key) or per host.
+
+        Rolled-up minutes and hours come from ``f_k_m``/``f_k_h``; settled seconds' totals
+        from ``f_k_s``; per element, the seconds come from ``f_k_m`` for whole rolled-up
+        minutes and from the seconds themselves at the edges; unsettled seconds from ``f_s_hot``.
+        """
+        fam = stat.metric.family
+        v = stat.metric.value
+        conds = []
+        for dim, values in stat.where:  # host, and the element list of pass 2
+            ph = []
+            for x in values:
+                params.append(x)
+                ph.append(f"${len(params)}")
+            conds.append((dim, f" IN ({', '.join(ph)})"))
+        k_where = "".join(f" AND {'key' if per_key and d == stat.by else d}{c}" for d, c in conds
+                          if per_key or d == "host")
+        raw_where = "".join(f" AND {d}{c}" for d, c in conds if per_key or d == "host")
+        dim = stat.by if per_key else "host"
+        raw_key = stat.by if per_key else "''"
+        k = "key" if per_key else "''"
+        parts: list[str] = []
+        w_m = self._watermarks(fam)[1]
+        raw = {f"{fam}_s": f"{fam}_s", f"{fam}_s_hotv": f"{fam}_s_hot"}  # hot: its measures need no widening
+        for table, lo, hi in self._layers(fam, window.tier, window.start, window.end):
+            if table not in raw:  # a rolled-up tier
+                parts.append(f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_{table[-1]} "
+                             f"WHERE dim = '{dim}' AND ts >= {lo} AND ts < {hi}{k_where}")
+            elif not per_key and table == f"{fam}_s":
+                parts.append(f"SELECT ts, '' AS k, {v} AS v FROM {fam}_k_s WHERE ts >= {lo} AND ts < {hi}{k_where}")
+            else:
+                spans = [(lo, hi)]
+                if per_key:  # whole rolled-up minutes (settled or hot) are in f_k_m
+                    a, b = -(-lo // 60) * 60, min(hi - hi % 60, w_m - w_m % 60)
+                    if a < b:
+                        spans = [(lo, a), (b, hi)]
+                        if table == f"{fam}_s":
+                            parts.append(f"SELECT ts, key AS k, {v} AS v FROM {fam}_k_m "
+                                         f"WHERE dim = '{dim}' AND ts >= {a} AND ts < {b}{k_where}")
+                parts += [f"SELECT ts, {raw_key} AS k, {v} AS v FROM {raw[table]} "
+                          f"WHERE ts >= {x} AND ts < {y}{raw_where}" for x, y in spans if x < y]
+        return " UNION ALL ".join(parts) or f"SELECT 0::BIGINT AS ts, '' AS k, 0::BIGINT AS v WHERE false"
+
     def aggregate(self, stat: Statistic, window: Window, top: int) -> Aggregate:
         if stat.by in HISTOGRAMS:
             return self._aggregate_hist(stat, window)
@@ -464,17 +590,31 @@ class DuckDBStore(Store):
         total = np.zeros(n)
         series: dict[str, np.ndarray] = {}
         ranked: list[tuple[str, float]] = []
-        # Pass 1, one scan: the total per point and every element's sum over the range.
-        params: list = []
-        src = self._source_sql(stat, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
-        for i, k, v, by_key in self._cur.execute(
-                f"SELECT i, k, sum(v)::DOUBLE, grouping(i) = 1 FROM ({src}) GROUP BY GROUPING SETS ((i), (k))",
-                params).fetchall():
-            if by_key:
-                if v:
-                    ranked.append((k, v))
-            elif 0 <= i < n and v:
-                total[i] += v
+        fast = self._totals_apply(stat, window)
+        if fast:
+            # Pass 1 from the totals tables: every element's sum over the range, and the total per point.
+            params = []
+            src = self._totals_sql(stat, window, params, per_key=True)
+            ranked = [(k, v) for k, v in self._cur.execute(
+                f"SELECT k, sum(v)::DOUBLE FROM ({src}) GROUP BY k", params).fetchall() if v]
+            params = []
+            src = self._totals_sql(stat, window, params, per_key=False)
+            for i, v in self._cur.execute(f"SELECT {bucket} AS i, sum(v)::DOUBLE FROM ({src}) GROUP BY i",
+                                          params).fetchall():
+                if 0 <= i < n and v:
+                    total[i] += v
+        else:
+            # Pass 1, one scan: the total per point and every element's sum over the range.
+            params = []
+            src = self._source_sql(stat, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
+            for i, k, v, by_key in self._cur.execute(
+                    f"SELECT i, k, sum(v)::DOUBLE, grouping(i) = 1 FROM ({src}) GROUP BY GROUPING SETS ((i), (k))",
+                    params).fetchall():
+                if by_key:
+                    if v:
+                        ranked.append((k, v))
+                elif 0 <= i < n and v:
+                    total[i] += v
         ranked.sort(key=lambda kv: (-kv[1], kv[0]))
         elements = len(ranked) if stat.by else 0
         folded = stat.by is not None and any(k == FILE_OTHER for k, _ in ranked)
@@ -483,7 +623,10 @@ class DuckDBStore(Store):
         if top_keys:
             only_top = replace(stat, where=stat.where + ((stat.by, tuple(top_keys)),))
             params = []
-            src = self._source_sql(only_top, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
+            if fast and window.step % 60 == 0 and window.start % 60 == 0:  # points are whole minutes
+                src = f"SELECT {bucket} AS i, k, v FROM ({self._totals_sql(only_top, window, params, per_key=True)})"
+            else:
+                src = self._source_sql(only_top, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
             for i, k, v in self._cur.execute(f"SELECT i, k, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL",
                                              params).fetchall():
                 if 0 <= i < n and v:
@@ -617,6 +760,8 @@ class DuckDBStore(Store):
         try:
             cur.execute(f"DELETE FROM {fam.name}_{tier} WHERE ts = {period}")
             cur.execute(f"INSERT INTO {fam.name}_{tier} BY NAME {sel}")
+            cur.execute(f"DELETE FROM {fam.name}_k_{tier} WHERE ts = {period}")
+            self._fill_totals(cur, fam, tier, f"ts = {period}")
             cur.execute("DELETE FROM dirty WHERE family = ? AND tier = ? AND period = ?", [fam.name, tier, period])
             up = None
             if tier == "m":
@@ -638,7 +783,8 @@ class DuckDBStore(Store):
         with self._wlock:
             cur = self._cur
             for fam in FAMILIES:
-                for suffix, c in (("s_hot", cut["s"]), ("s", cut["s"]), ("m", cut["m"]), ("h", cut["h"])):
+                for suffix, c in (("s_hot", cut["s"]), ("s", cut["s"]), ("m", cut["m"]), ("h", cut["h"]),
+                                  ("k_s", cut["s"]), ("k_m", cut["m"]), ("k_h", cut["h"])):
                     n = cur.execute(f"DELETE FROM {fam}_{suffix} WHERE ts < {c}").fetchone()[0]
                     if n:
                         deleted[f"{fam}_{suffix}"] = int(n)
@@ -663,6 +809,10 @@ class DuckDBStore(Store):
                     n = cur.execute(
                         f"INSERT INTO {fam.name}_s BY NAME SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff} ORDER BY {order}"
                     ).fetchone()[0]
+                    if n:
+                        sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
+                        cur.execute(f"INSERT INTO {fam.name}_k_s SELECT ts, host, {sums} FROM {fam.name}_s_hot "
+                                    f"WHERE ts < {cutoff} GROUP BY ts, host ORDER BY ts, host")
                     cur.execute(f"DELETE FROM {fam.name}_s_hot WHERE ts < {cutoff}")
                     moved += int(n)
                 cur.execute("INSERT OR REPLACE INTO meta VALUES ('compacted_upto', ?)", [str(cutoff)])
@@ -675,7 +825,27 @@ class DuckDBStore(Store):
 
     def checkpoint(self) -> None:
         with self._wlock:
+            self._fold_seq_log()
             self._cur.execute("CHECKPOINT")
+
+    def _fold_seq_log(self) -> None:
+        """Keep one row per source: the log's newest high-water marks replace those in ``seqs``."""
+        cur = self._cur
+        cur.begin()
+        try:
+            cur.execute("INSERT OR REPLACE INTO seqs SELECT source, max(hwm), max(updated) FROM seq_log "
+                        "GROUP BY source")
+            cur.execute("DELETE FROM seq_log")
+            cur.commit()
+        except BaseException:
+            cur.rollback()
+            raise
+
+    def high_water(self) -> dict[str, int]:
+        """Durable per-source high-water marks, as read back from the file."""
+        return dict(self._cur.execute(
+            "SELECT source, max(hwm) FROM (SELECT source, hwm FROM seqs UNION ALL SELECT source, hwm FROM seq_log) "
+            "GROUP BY source").fetchall())
 
     def size_bytes(self) -> int:
         total = 0
