@@ -28,15 +28,17 @@ struct {
 	__type(value, struct start_val);
 } start SEC(".maps");
 
+/* Per-CPU: a completion adds to its own CPU's copy with plain stores, no atomic
+ * read-modify-write on lines other CPUs also write; user space sums the CPUs. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, DISK_MAX_KEYS);
 	__type(key, struct disk_key);
 	__type(value, struct disk_val);
 } io SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct disk_val);
@@ -114,7 +116,7 @@ int BPF_PROG(disk_complete, struct request *rq, blk_status_t error, unsigned int
 	/* A driver may complete a request in parts (blk_update_request once per
 	 * part, each firing this tracepoint); __data_len is what remains before this
 	 * part. Bytes count per part, the op and its latency once, at the last. */
-	add(&v->bytes, nr_bytes);
+	v->bytes += nr_bytes;
 	if (nr_bytes < rq->__data_len)
 		return 0;
 	lat = bpf_ktime_get_ns() - s->ts;
@@ -122,12 +124,12 @@ int BPF_PROG(disk_complete, struct request *rq, blk_status_t error, unsigned int
 	off = rq->__sector << 9;
 	bpf_map_delete_elem(&start, &key);
 
-	add(&v->count, 1);
-	add(&v->lat_sum, lat);
-	add(&v->lat[hist_bucket(lat, LAT_LO, LAT_HI)], 1);
+	v->count += 1;
+	v->lat_sum += lat;
+	v->lat[hist_bucket(lat, LAT_LO, LAT_HI)] += 1;
 	if (size)
-		add(&v->size[hist_bucket(size, SIZE_LO, SIZE_HI)], 1);
+		v->size[hist_bucket(size, SIZE_LO, SIZE_HI)] += 1;
 	if (k.op == DISK_OP_READ || k.op == DISK_OP_WRITE)
-		add(&v->off[hist_bucket(off, OFF_LO, OFF_HI)], 1);
+		v->off[hist_bucket(off, OFF_LO, OFF_HI)] += 1;
 	return 0;
 }

@@ -13,7 +13,7 @@ from pathlib import Path
 from loupe.catalog import LATENCY, OFFSET, SIZE
 
 from ..bpf import libbpf
-from ..bpf.probe import BpfProbe, hist_dict
+from ..bpf.probe import BpfProbe, hist_dict, sum_percpu
 from ..source import Collected
 
 OPS = ("read", "write", "flush", "discard", "other")
@@ -98,9 +98,11 @@ class DiskProbe(BpfProbe):
         return None
 
     def decode(self, drained: dict[str, list[tuple[bytes, bytes]]], ts: int) -> Collected:
+        assert self.obj is not None
+        io = self.obj.map("io")  # per-CPU: each value is one slice per CPU
         rows = []
         for kb, vb in drained["io"]:
-            k, v = DiskKey.from_buffer_copy(kb), DiskVal.from_buffer_copy(vb)
+            k, v = DiskKey.from_buffer_copy(kb), DiskVal.from_buffer_copy(sum_percpu(io, vb))
             name = self.names(k.dev) if k.dev else "(unknown)"
             if not v.count or skipped(name):
                 continue

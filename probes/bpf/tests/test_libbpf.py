@@ -58,7 +58,8 @@ def test_batch_drain_returns_every_entry_once_and_empties_the_map():
     require_bpf(DISK_OBJ)
     with BpfObject(DISK_OBJ) as obj:
         m = obj.map("io")
-        assert (m.key_size, m.max_entries, m.percpu) == (8, 4096, False)
+        assert (m.key_size, m.max_entries, m.percpu) == (8, 4096, True)
+        assert m.value_bytes == m.stride * m.ncpus  # a per-CPU value: one slice per possible CPU
         n = 3000  # more than one batch chunk's worth of hash buckets
         for i in range(n):
             m.update(struct.pack("<IB3x", i, i % 5), struct.pack("<Q", i) + bytes(m.value_size - 8))
@@ -66,6 +67,7 @@ def test_batch_drain_returns_every_entry_once_and_empties_the_map():
         assert len(got) == n
         assert sorted(struct.unpack_from("<I", k)[0] for k, _ in got) == list(range(n))
         assert all(struct.unpack_from("<Q", v)[0] == struct.unpack_from("<I", k)[0] for k, v in got)
+        assert all(len(v) == m.value_bytes and not any(v[m.stride:]) for _, v in got)  # other CPUs' slices
         assert m.drain() == []
         with pytest.raises(BpfError, match="array"):
             obj.map("drops").drain()
