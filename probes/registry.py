@@ -62,6 +62,7 @@ PROBES: dict[str, Callable[[Options], Source]] = {
     "bpf.nfswire": _bpf("nfswire", "NfsWireProbe"),
     "bpf.net": _bpf("net", "NetProbe"),
     "bpf.cpu": _bpf("cpu", "CpuProbe"),
+    "bpf.nfsd": _bpf("nfsd", "NfsdProbe"),
     "zfs": _zfs,
 }
 
