@@ -105,6 +105,7 @@ class Agent:
         self.stats = collections.Counter()  # sent, dropped, refused, accepted, duplicates, requests
         self.in_process = in_process
         self.suspended: set[str] = set()  # source names an operator suspended (from the backend's answers)
+        self._standby: set[str] = set()  # probes detached because another source replaces them
         self._usage = (time.monotonic(), _cpu_seconds())
         self._cpu_pct = 0.0
 
@@ -235,7 +236,9 @@ class Agent:
 
     def _collect(self, i: int, ts: int) -> None:
         src = self.sources[i]
-        if src.name in self.suspended or self._replaced_by(i):
+        replaced = self._replaced_by(i)
+        self._stand_by(src, bool(replaced))
+        if src.name in self.suspended or replaced:
             return
         try:
             out = src.collect(ts)
@@ -338,13 +341,26 @@ class Agent:
                 self.apply_suspend(set(answer["suspend"]))
         return resp.status_code, answer if isinstance(answer, dict) else {"detail": answer}
 
+    def _stand_by(self, src: Source, replaced: bool) -> None:
+        """A replaced probe with a cost of its own (e.g. the wire decoder while the knfsd
+        probe runs) is detached, not merely ignored; it resumes if its replacement stops."""
+        if not hasattr(src, "suspend") or src.name in self.suspended or replaced == (src.name in self._standby):
+            return
+        try:
+            (src.suspend if replaced else src.resume)()  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001 - a probe failing to detach must not stop the agent
+            self._limited(f"standby:{src.name}", f"cannot {'detach' if replaced else 'reattach'} {src.name}: {e}")
+            return
+        (self._standby.add if replaced else self._standby.discard)(src.name)
+
     def apply_suspend(self, names: set[str]) -> None:
         """Suspend and resume sources as the backend says operators asked."""
         for src in self.sources:
             want = src.name in names
             if want == (src.name in self.suspended):
                 continue
-            hook = getattr(src, "suspend" if want else "resume", None)
+            # a probe standing by (replaced) stays detached whatever operators ask
+            hook = None if src.name in self._standby else getattr(src, "suspend" if want else "resume", None)
             try:
                 if hook is not None:
                     hook()
@@ -369,7 +385,8 @@ class Agent:
                 elif src.name in self.suspended:
                     st = {**st, "state": "suspended", "reason": "suspended by an operator", "cost": None}
                 elif replaced:
-                    st = {**st, "state": "standby", "reason": f"{replaced} is active and measures the same, in more detail"}
+                    st = {**st, "state": "standby", "cost": None,
+                          "reason": f"{replaced} is active and measures the same, in more detail"}
                 out.append({k: v for k, v in st.items() if v is not None})
         return out
 

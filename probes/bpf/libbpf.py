@@ -148,16 +148,17 @@ def _bind(L: ctypes.CDLL) -> ctypes.CDLL:
 def _why(err: int, what: str) -> str:
     """A readable cause for a libbpf/kernel errno, with the remedy where there is one."""
     err = abs(err)
+    tail = [m for m in list(_messages)[-12:] if m]
+    detail = ("; libbpf: " + " | ".join(tail[-4:])) if tail else ""
     if err in (errno.EPERM, errno.EACCES):
-        if os.geteuid() != 0:
+        if not has_bpf_caps():
             return f"{what}: permission denied: needs root (CAP_BPF and CAP_PERFMON)"
-        return f"{what}: permission denied (is the kernel in lockdown, or BPF disabled by sysctl?)"
+        # with the capabilities, EACCES is the verifier refusing a program: its log says why
+        return f"{what}: refused ({os.strerror(err)}; the verifier's reason, or lockdown/sysctl){detail}"
     if err == errno.ENOENT:
         return f"{what}: not found in this kernel ({os.strerror(err)})"
     if err in (errno.EOPNOTSUPP, 524):  # 524 = ENOTSUPP, the kernel-internal one
         return f"{what}: not supported by this kernel"
-    tail = [m for m in list(_messages)[-12:] if m]
-    detail = ("; libbpf: " + " | ".join(tail[-4:])) if tail else ""
     return f"{what}: {os.strerror(err)} (errno {err}){detail}"
 
 

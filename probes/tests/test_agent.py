@@ -331,3 +331,40 @@ def test_registry_selects_by_prefix_and_builds_sources() -> None:
     assert [s.name for s in built] == ["procfs.cpu", "procfs.disk", "procfs.net", "synthetic"]
     assert all(isinstance(s, Source) for s in built)
     assert [s.replayable for s in built] == [False, False, False, True]
+
+
+def test_a_replaced_probe_is_detached_while_its_replacement_runs() -> None:
+    from loupe_probes.agent import Agent
+    from loupe_probes.source import status_entry
+
+    class Probe:
+        replayable = False
+        host = "h"
+
+        def __init__(self, name, replaces=()):
+            self.name, self.replaces, self.families = name, replaces, ("nfs",)
+            self.state, self.calls = "active", []
+
+        def status(self):
+            return [status_entry(self.name, self.families, self.state)]
+
+        def collect(self, ts):
+            self.calls.append(("collect", ts))
+            return []
+
+        def suspend(self):
+            self.calls.append("suspend")
+
+        def resume(self):
+            self.calls.append("resume")
+
+    nfsd, wire = Probe("bpf.nfsd", replaces=("bpf.nfswire",)), Probe("bpf.nfswire")
+    a = Agent([nfsd, wire], "http://127.0.0.1:1", "t")
+    a._tick(100)
+    assert wire.calls == ["suspend"] and nfsd.calls == [("collect", 100)]
+    assert {s["name"]: s["state"] for s in a.status()} == {"bpf.nfsd": "active", "bpf.nfswire": "standby"}
+    a._tick(101)
+    assert wire.calls == ["suspend"]  # detached once, not on every tick
+    nfsd.state = "off"  # e.g. nfsd stopped: the wire decoder takes over again
+    a._tick(102)
+    assert wire.calls == ["suspend", "resume", ("collect", 102)]
