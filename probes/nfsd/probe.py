@@ -18,10 +18,10 @@ from pathlib import Path
 from loupe.catalog import LATENCY, OFFSET, SIZE
 
 from ..bpf import libbpf
-from ..bpf.probe import BpfProbe, hist_dict
+from ..bpf.probe import BpfProbe
 from ..nfswire.names import Resolver
-from ..nfswire.probe import merge
-from ..nfswire.wire import client_addr, op_name, proto_name
+from ..nfswire.probe import finish, row
+from ..nfswire.wire import Val, client_addr, op_name, proto_name  # same value layout
 from ..source import Collected
 
 NAME_MAX = 256
@@ -52,12 +52,6 @@ class Key(ctypes.Structure):
                 ("pad", ctypes.c_uint32)]
 
 
-class Val(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_uint64), ("bytes", ctypes.c_uint64), ("lat_sum", ctypes.c_uint64),
-                ("lat", ctypes.c_uint64 * LAT_N), ("size", ctypes.c_uint64 * SIZE_N),
-                ("off", ctypes.c_uint64 * OFF_N)]
-
-
 class Name(ctypes.Structure):
     _fields_ = [("parent", ctypes.c_uint64), ("len", ctypes.c_uint16), ("pad", ctypes.c_uint8 * 6),
                 ("name", ctypes.c_uint8 * NAME_MAX)]
@@ -84,13 +78,6 @@ def decode_key(kb: bytes) -> dict[str, object]:
 
 def decode_stats(value: bytes) -> dict[str, int]:
     return dict(zip(STATS, struct.unpack(f"<{len(STATS)}Q", value[:8 * len(STATS)])))
-
-
-def row(dims: dict[str, str], v: Val) -> dict:
-    hist = {"latency": hist_dict(v.lat, LATENCY.lo), "size": hist_dict(v.size, SIZE.lo),
-            "offset": hist_dict(v.off, OFFSET.lo)}
-    return {"dims": dims, "count": v.count, "bytes": v.bytes, "lat_sum": v.lat_sum,
-            "hist": {k: h for k, h in hist.items() if h}}
 
 
 def btf_strings(path: Path) -> set[str]:
@@ -185,13 +172,7 @@ class NfsdProbe(BpfProbe):
             k = decode_key(kb)
             rows.append(row({"client": k["client"], "proto": k["proto"], "op": k["op"],
                              "share": self.path(k["share"]), "file": self.path(k["file"])}, v))
-        if "other" in drained:
-            o = Val.from_buffer_copy(drained["other"][0][1])
-            if o.count:  # the counts map was full: totals kept, detail lost
-                rows.append(row({"client": "(other)", "proto": "", "op": "other", "share": "", "file": ""}, o))
-        rows = merge(rows)
-        rows.sort(key=lambda r: tuple(r["dims"].values()))
-        return [("nfs", self.host, rows)] if rows else []
+        return finish(rows, drained, self.host)
 
 
 __all__ = ["NO_NFSD", "TRACEPOINTS", "NfsdProbe", "missing_tracepoints"]

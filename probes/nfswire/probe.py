@@ -141,13 +141,19 @@ class NfsWireProbe(BpfProbe):
             rows.append(row({"client": client_addr(k.family, bytes(k.addr)), "proto": proto_name(k.proto),
                              "op": op_name(k.proto, k.op), "share": self.resolver.share(path),
                              "file": path}, v))
-        if "other" in drained:
-            o = Val.from_buffer_copy(drained["other"][0][1])
-            if o.count:  # the counts map was full: totals kept, detail lost
-                rows.append(row({"client": "(other)", "proto": "", "op": "other", "share": "", "file": ""}, o))
-        rows = merge(rows)
-        rows.sort(key=lambda r: tuple(r["dims"].values()))
-        return [("nfs", self.host, rows)] if rows else []
+        return finish(rows, drained, self.host)
+
+
+def finish(rows: list[dict], drained: dict[str, list[tuple[bytes, bytes]]], host: str) -> Collected:
+    """The nfs frame of an NFS probe (wire or knfsd): its rows, plus the `other` row
+    when its counts map overflowed, merged and sorted."""
+    if "other" in drained:
+        o = Val.from_buffer_copy(drained["other"][0][1])
+        if o.count:  # the counts map was full: totals kept, detail lost
+            rows.append(row({"client": "(other)", "proto": "", "op": "other", "share": "", "file": ""}, o))
+    rows = merge(rows)
+    rows.sort(key=lambda r: tuple(r["dims"].values()))
+    return [("nfs", host, rows)] if rows else []
 
 
 def _ifindex(name: str) -> int:
