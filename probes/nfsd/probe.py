@@ -15,7 +15,6 @@ import ctypes
 import struct
 from pathlib import Path
 
-from loupe.catalog import LATENCY, OFFSET, SIZE
 
 from ..bpf import libbpf
 from ..bpf.probe import BpfProbe
@@ -26,9 +25,6 @@ from ..source import Collected
 
 NAME_MAX = 256
 MAX_OPS = 16
-LAT_N = LATENCY.hi - LATENCY.lo + 1
-SIZE_N = SIZE.hi - SIZE.lo + 1
-OFF_N = OFFSET.hi - OFFSET.lo + 1
 ID_NONE, ID_ROOT = 0, 1  # nfsd.bpf.h; the same sentinels as the wire probe's FH_NONE, FH_ROOT
 
 # Informational counters (the `stats` map), in nfsd.bpf.h's order.
