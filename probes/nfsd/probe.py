@@ -15,7 +15,6 @@ import ctypes
 import struct
 from pathlib import Path
 
-
 from ..bpf import libbpf
 from ..bpf.probe import BpfProbe
 from ..nfswire.names import Resolver
