@@ -32,6 +32,7 @@ from .libbpf import BpfError, BpfObject
 
 log = logging.getLogger("loupe.bpf")
 
+IDLE_SECONDS = 10  # a CUMULATIVE key unchanged this long is deleted (its race is then harmless)
 _stats_lock = threading.Lock()
 _stats: libbpf.Stats | None = None
 _stats_users = 0
@@ -86,6 +87,7 @@ class BpfProbe:
     PROGRAMS: tuple[str, ...] = ()  # must attach, or the probe is off
     OPTIONAL_PROGRAMS: tuple[str, ...] = ()  # attached when the kernel allows; reported otherwise
     DRAIN: tuple[str, ...] = ()
+    CUMULATIVE: tuple[str, ...] = ()  # hash maps of u64 counters read and differenced, not drained
     COUNTERS: tuple[str, ...] = ("drops",)
     replayable = False
     replaces: tuple[str, ...] = ()  # registry names this probe supersedes while active
@@ -101,6 +103,7 @@ class BpfProbe:
         self.loading = False  # start() running (possibly in another thread)
         self._suspended = False
         self._counters: dict[str, bytes] = {}
+        self._cum: dict[str, dict[bytes, list]] = {}  # CUMULATIVE map -> key -> [last value, idle seconds]
         self._prog_prev: dict[str, tuple[int, int]] = {}
         self._lock = threading.Lock()
         self.cost: dict[str, float] = {}
@@ -189,6 +192,36 @@ class BpfProbe:
             self._counters[name] = self._read_counter(name)
         self._miss_prev = obj.prog_misses()
 
+    def _deltas(self, name: str) -> tuple[list[tuple[bytes, bytes]], int]:
+        """A cumulative map's growth since the last second, per key, and its key count.
+
+        Draining deletes an element that a program on another CPU may be adding to at
+        that moment, losing that addition. A map whose keys stay busy (a task running
+        on a CPU is credited every few ms) is read without deleting instead, and
+        differenced here; a key deleted only after IDLE_SECONDS without growth."""
+        assert self.obj is not None
+        m = self.obj.map(name)
+        prev = self._cum.setdefault(name, {})
+        out, idle = [], []
+        items = m.items()
+        for k, v in items:
+            before = prev.get(k)
+            if before is not None and before[0] == v:
+                before[1] += 1
+                if before[1] >= IDLE_SECONDS:
+                    idle.append(k)
+                continue
+            out.append((k, u64_delta(v, before[0] if before else None)))
+            prev[k] = [v, 0]
+        for k in idle:
+            m.delete(k)
+            prev.pop(k, None)
+        if len(prev) > len(items):  # keys deleted elsewhere (a resume clears the maps)
+            live = {k for k, _ in items}
+            for k in [k for k in prev if k not in live]:
+                del prev[k]
+        return out, len(items)
+
     def _read_counter(self, name: str) -> bytes:
         assert self.obj is not None
         m = self.obj.map(name)
@@ -225,8 +258,9 @@ class BpfProbe:
             self._suspended = False
             if self.obj is None:
                 return
-            for name in self.DRAIN:
+            for name in self.DRAIN + self.CUMULATIVE:
                 self.obj.map(name).clear()  # half a second of stale data would land on the next tick
+            self._cum.clear()
             self.prepare(self.obj)
             for p in self.PROGRAMS:
                 self.obj.attach(p)
@@ -270,6 +304,9 @@ class BpfProbe:
             ru0 = resource.getrusage(resource.RUSAGE_THREAD) if hasattr(resource, "RUSAGE_THREAD") else None
             drained = {name: self.obj.map(name).drain() for name in self.DRAIN}
             fill = max((len(drained[n]) / max(1, self.obj.map(n).max_entries) for n in self.DRAIN), default=0.0)
+            for name in self.CUMULATIVE:
+                drained[name], n = self._deltas(name)
+                fill = max(fill, n / max(1, self.obj.map(name).max_entries))
             for name in self.COUNTERS:
                 now = self._read_counter(name)
                 drained[name] = [((0).to_bytes(4, "little"), u64_delta(now, self._counters.get(name)))]

@@ -69,7 +69,7 @@ class CpuProbe(BpfProbe):
     OBJECT = "cpu.bpf.o"
     PROGRAMS = ("cpu_switch",)
     OPTIONAL_PROGRAMS = ("cpu_tick",)
-    DRAIN = ("oncpu",)
+    CUMULATIVE = ("oncpu",)  # running tasks are credited every few ms: never delete a busy key
     COUNTERS = ("drops", "other")
 
     def __init__(self, host: str, per_pid: bool | None = None, **kw) -> None:

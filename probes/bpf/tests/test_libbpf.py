@@ -101,3 +101,22 @@ def test_a_probe_loading_in_the_background_says_so_and_collects_nothing():
     st = p.status()[0]
     assert not p.loading and st["state"] == "off"
     assert st["reason"] in ("held off by the test", libbpf.why_not_bpf())
+
+
+def test_cumulative_maps_are_differenced_and_idle_keys_deleted():
+    require_bpf(DISK_OBJ)
+    from loupe_probes.bpf.probe import IDLE_SECONDS, BpfProbe
+
+    p = BpfProbe("h", object_dir=DISK_OBJ.parent)
+    with BpfObject(DISK_OBJ) as obj:
+        p.obj = obj
+        m = obj.map("io")
+        key = struct.pack("<IB3x", 7, 1)
+        m.update(key, struct.pack("<QQ", 5, 4096))
+        assert [(k, struct.unpack_from("<QQ", v)) for k, v in p._deltas("io")[0]] == [(key, (5, 4096))]
+        m.update(key, struct.pack("<QQ", 8, 6144))  # grew by 3 ops, 2 KiB: only the growth is reported
+        assert [struct.unpack_from("<QQ", v) for _, v in p._deltas("io")[0]] == [(3, 2048)]
+        for _ in range(IDLE_SECONDS - 1):
+            assert p._deltas("io") == ([], 1)  # unchanged: nothing to report, kept
+        assert p._deltas("io") == ([], 1) and m.items() == []  # idle long enough: deleted
+        p.obj = None
