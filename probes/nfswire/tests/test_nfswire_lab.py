@@ -278,5 +278,6 @@ def test_pipelined_calls_are_all_decoded(tmp_path):
     assert s["partial"] == 0 and s["unmatched"] == 0 and s["desync"] == 0 and s["resync"] == 0
     calls = sum(want.values())
     assert calls > 1000
-    if segments_in:  # bpf_stats on: several calls per ingress segment is the case under test
-        assert calls > 2 * segments_in, (calls, segments_in)
+    if segments_in:  # bpf_stats on: segments holding several calls are the case under test;
+        # more calls than segments proves some held more than one (how many depends on load)
+        assert calls > segments_in, (calls, segments_in)
