@@ -1,6 +1,7 @@
 // The Sources page's pure helpers: state badges, cost cells, pending suspend/resume,
 // agents with their sources, the families summary and the page's URL. Tested in sources.test.ts.
 import type { SourceList, SourcePublic } from '../api/client'
+import { queryPairs, safeDecode } from '../state/url'
 import { formatAmount, formatBytes, formatShare, sig3 } from './format'
 
 type Agent = NonNullable<SourceList['agents']>[number]
@@ -341,24 +342,11 @@ export interface SourcesView {
 
 export const EMPTY_SOURCES_VIEW: SourcesView = { agent: null, state: null }
 
-function safeDecode(s: string): string | null {
-  try {
-    return decodeURIComponent(s.replace(/\+/g, ' '))
-  } catch {
-    return null
-  }
-}
-
 /** `?agent=nas1%2Fprocfs&state=suspended`; decoding never throws and reports what it dropped. */
 export function decodeSourcesView(search: string): { view: SourcesView; warnings: string[] } {
   const view: SourcesView = { ...EMPTY_SOURCES_VIEW }
   const warnings: string[] = []
-  const query = search.startsWith('?') ? search.slice(1) : search
-  for (const pair of query.split('&')) {
-    if (!pair) continue
-    const eq = pair.indexOf('=')
-    const key = eq < 0 ? pair : pair.slice(0, eq)
-    const raw = eq < 0 ? '' : pair.slice(eq + 1)
+  for (const [key, raw] of queryPairs(search)) {
     const value = safeDecode(raw)
     if (key === 'agent') {
       if (value) view.agent = value

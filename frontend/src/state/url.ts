@@ -79,12 +79,25 @@ export function apiRange(ws: Pick<WorksheetState, 'range' | 'paused' | 'at'>): {
 
 const enc = encodeURIComponent
 
-function safeDecode(s: string): string | null {
+/** A query value decoded, or null when it is not valid percent-encoding. */
+export function safeDecode(s: string): string | null {
   try {
     return decodeURIComponent(s.replace(/\+/g, ' '))
   } catch {
     return null
   }
+}
+
+/** A query string's `key=raw` pairs in order, values still encoded; empty pairs skipped. */
+export function queryPairs(search: string): Array<[string, string]> {
+  const query = search.startsWith('?') ? search.slice(1) : search
+  const out: Array<[string, string]> = []
+  for (const pair of query.split('&')) {
+    if (!pair) continue
+    const eq = pair.indexOf('=')
+    out.push(eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)])
+  }
+  return out
 }
 
 export function makeStatistic(
@@ -166,12 +179,7 @@ export function encodeWorksheet(ws: WorksheetState): string {
 export function decodeWorksheet(search: string): { state: WorksheetState; warnings: string[] } {
   const state: WorksheetState = { ...EMPTY_WORKSHEET, statistics: [] }
   const warnings: string[] = []
-  const query = search.startsWith('?') ? search.slice(1) : search
-  for (const pair of query.split('&')) {
-    if (!pair) continue
-    const eq = pair.indexOf('=')
-    const key = eq < 0 ? pair : pair.slice(0, eq)
-    const raw = eq < 0 ? '' : pair.slice(eq + 1)
+  for (const [key, raw] of queryPairs(search)) {
     switch (key) {
       case 's': {
         if (state.statistics.length >= MAX_STATISTICS) {
