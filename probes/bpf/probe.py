@@ -17,6 +17,7 @@ Map conventions, shared with ``include/loupe.bpf.h``:
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import resource
@@ -25,6 +26,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from loupe.catalog import LATENCY, OFFSET, SIZE
 
 from ..source import Collected, status_entry
 from . import libbpf
@@ -345,6 +348,25 @@ class BpfProbe:
             ru1 = resource.getrusage(resource.RUSAGE_THREAD)
             cost["drain_cpu_ms"] = ((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)) * 1e3
         return cost
+
+
+class HistVal(ctypes.Structure):
+    """The value layout shared by probes that count events with histograms (include/
+    loupe.bpf.h's convention, e.g. disk_val, the NFS probes' val): count, bytes, summed
+    latency, then log2 buckets over the catalog's LATENCY, SIZE and OFFSET bounds."""
+
+    _fields_ = [("count", ctypes.c_uint64), ("bytes", ctypes.c_uint64), ("lat_sum", ctypes.c_uint64),
+                ("lat", ctypes.c_uint64 * (LATENCY.hi - LATENCY.lo + 1)),
+                ("size", ctypes.c_uint64 * (SIZE.hi - SIZE.lo + 1)),
+                ("off", ctypes.c_uint64 * (OFFSET.hi - OFFSET.lo + 1))]
+
+
+def hist_row(dims: dict[str, str], v: HistVal) -> dict:
+    """A frame row from a HistVal: empty histograms left out."""
+    hist = {"latency": hist_dict(v.lat, LATENCY.lo), "size": hist_dict(v.size, SIZE.lo),
+            "offset": hist_dict(v.off, OFFSET.lo)}
+    return {"dims": dims, "count": v.count, "bytes": v.bytes, "lat_sum": v.lat_sum,
+            "hist": {k: h for k, h in hist.items() if h}}
 
 
 def hist_dict(counts, lo: int) -> dict[str, int]:

@@ -10,16 +10,12 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from loupe.catalog import LATENCY, OFFSET, SIZE
 
 from ..bpf import libbpf
-from ..bpf.probe import BpfProbe, hist_dict, sum_percpu
+from ..bpf.probe import BpfProbe, HistVal, hist_row, sum_percpu
 from ..source import Collected
 
 OPS = ("read", "write", "flush", "discard", "other")
-LAT_N = LATENCY.hi - LATENCY.lo + 1
-SIZE_N = SIZE.hi - SIZE.lo + 1
-OFF_N = OFFSET.hi - OFFSET.lo + 1
 MINORBITS = 20  # the kernel's dev_t: MKDEV(ma, mi) = ma << 20 | mi (include/linux/kdev_t.h)
 
 
@@ -27,10 +23,7 @@ class DiskKey(ctypes.Structure):
     _fields_ = [("dev", ctypes.c_uint32), ("op", ctypes.c_uint8), ("pad", ctypes.c_uint8 * 3)]
 
 
-class DiskVal(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_uint64), ("bytes", ctypes.c_uint64), ("lat_sum", ctypes.c_uint64),
-                ("lat", ctypes.c_uint64 * LAT_N), ("size", ctypes.c_uint64 * SIZE_N),
-                ("off", ctypes.c_uint64 * OFF_N)]
+DiskVal = HistVal  # disk.bpf.h's disk_val
 
 
 def split_dev(dev: int) -> tuple[int, int]:
@@ -71,11 +64,7 @@ def skipped(name: str) -> bool:
     return name.startswith(("loop", "ram", "zram"))
 
 
-def row(dims: dict[str, str], v: DiskVal) -> dict:
-    hist = {"latency": hist_dict(v.lat, LATENCY.lo), "size": hist_dict(v.size, SIZE.lo),
-            "offset": hist_dict(v.off, OFFSET.lo)}
-    return {"dims": dims, "count": v.count, "bytes": v.bytes, "lat_sum": v.lat_sum,
-            "hist": {k: h for k, h in hist.items() if h}}
+row = hist_row
 
 
 class DiskProbe(BpfProbe):

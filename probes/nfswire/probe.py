@@ -15,10 +15,9 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from loupe.catalog import LATENCY, OFFSET, SIZE
 
 from ..bpf.libbpf import BpfError, BpfObject
-from ..bpf.probe import BpfProbe, hist_dict
+from ..bpf.probe import BpfProbe, hist_row
 from ..source import Collected
 from .names import Resolver
 from .wire import (STATS, Bind, Config, DirChunk, DirKey, Key, Val, client_addr, fh_hash, op_name,
@@ -37,11 +36,7 @@ def interfaces(sys: str | Path = "/sys") -> list[str]:
         return []
 
 
-def row(dims: dict[str, str], v: Val) -> dict:
-    hist = {"latency": hist_dict(v.lat, LATENCY.lo), "size": hist_dict(v.size, SIZE.lo),
-            "offset": hist_dict(v.off, OFFSET.lo)}
-    return {"dims": dims, "count": v.count, "bytes": v.bytes, "lat_sum": v.lat_sum,
-            "hist": {k: h for k, h in hist.items() if h}}
+row = hist_row
 
 
 def merge(rows: list[dict]) -> list[dict]:

@@ -8,12 +8,9 @@ import ctypes
 import ipaddress
 import struct
 
-from loupe.catalog import LATENCY, OFFSET, SIZE
+from ..bpf.probe import HistVal
 
 FH_MAX, NAME_MAX, DIRCHUNK = 128, 512, 4096
-LAT_N = LATENCY.hi - LATENCY.lo + 1
-SIZE_N = SIZE.hi - SIZE.lo + 1
-OFF_N = OFFSET.hi - OFFSET.lo + 1
 FH_NONE, FH_ROOT = 0, 1
 OP_GSS_PRIV, OP_UNPARSED = 0xFFFE, 0xFFFF
 
@@ -91,10 +88,7 @@ class Key(ctypes.Structure):
                 ("proto", ctypes.c_uint8), ("family", ctypes.c_uint8), ("pad", ctypes.c_uint32)]
 
 
-class Val(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_uint64), ("bytes", ctypes.c_uint64), ("lat_sum", ctypes.c_uint64),
-                ("lat", ctypes.c_uint64 * LAT_N), ("size", ctypes.c_uint64 * SIZE_N),
-                ("off", ctypes.c_uint64 * OFF_N)]
+Val = HistVal  # nfswire.bpf.h's val
 
 
 class Bind(ctypes.Structure):

@@ -21,7 +21,6 @@ each is reported once, in the second it was first seen.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from loupe.catalog import LATENCY

@@ -4,7 +4,6 @@ from three network namespaces to a server in this one, and real retransmits."""
 from __future__ import annotations
 
 import ipaddress
-import os
 import secrets
 import shutil
 import socket
