@@ -70,25 +70,75 @@ def nfs_batch(rng: np.random.Generator, n: int, ts: int, clients: int = 1000) ->
 
 
 # ---------------------------------------------------------------- ingest
+class Flusher:
+    """What `loupe serve` runs beside ingest: the stage goes to the tables once a second."""
+
+    def __init__(self, store: DuckDBStore) -> None:
+        import threading
+
+        self.store, self.stop = store, threading.Event()
+        self.times: list[float] = []
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            s = time.perf_counter()
+            self.store.flush()
+            self.times.append(time.perf_counter() - s)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def bench_ingest(tmp: Path) -> dict:
+    """Ingest as the server does it (log + fsync per batch, a flush each second), against a peer
+    that commits each batch to DuckDB in its own transaction (Loupe's previous path).
+
+    rows/s per core = rows / CPU seconds of the whole process over the run (ingest, flushes and
+    the final flush included); latency = time until a batch is acknowledged."""
     rng = np.random.default_rng(1)
     out = {}
     t0 = int(time.time()) - 7200
+    n_batches = 120
     for size in (1000, 5000, 10000):
-        path = tmp / f"ingest{size}.duckdb"
-        path.unlink(missing_ok=True)
-        Path(str(path) + ".wal").unlink(missing_ok=True)
-        store = DuckDBStore(path)
+        batches = [nfs_batch(rng, size, t0 + i) for i in range(n_batches)]
+        store = DuckDBStore(fresh(tmp / f"ingest{size}.duckdb"))
+        flusher = Flusher(store)
         times = []
-        for i in range(120):
-            batch = nfs_batch(rng, size, t0 + i)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for b in batches:
             s = time.perf_counter()
-            store.append_arrow("nfs", batch)
+            store.append_arrow("nfs", b)
             times.append(time.perf_counter() - s)
+        flusher.close()
+        store.flush()
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         store.close()
         med = statistics.median(times)
-        out[f"arrow_{size}"] = dict(rows=size, batches=len(times), median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3,
-                                    rows_per_s=size / med)
+        rows = size * n_batches
+        out[f"arrow_{size}"] = dict(rows=size, batches=n_batches, median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3,
+                                    max_ms=max(times) * 1e3, rows_per_cpu_s=rows / cpu, rows_per_wall_s=rows / wall,
+                                    flushes=len(flusher.times) + 1,
+                                    flush_median_ms=statistics.median(flusher.times) * 1e3 if flusher.times else None)
+        # peer: one DuckDB transaction per batch, as Loupe committed before the ingest log
+        peer = DuckDBStore(fresh(tmp / f"peer{size}.duckdb"))
+        cur = peer._cur
+        ptimes = []
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for b in batches:
+            s = time.perf_counter()
+            cur.begin()
+            peer._append(cur, "nfs_s_hot", b)
+            cur.commit()
+            ptimes.append(time.perf_counter() - s)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        peer.close()
+        pmed = statistics.median(ptimes)
+        out[f"peer_txn_{size}"] = dict(rows=size, median_ms=pmed * 1e3, p99_ms=pct(ptimes, 99) * 1e3,
+                                       rows_per_cpu_s=rows / cpu, rows_per_wall_s=rows / wall)
+        out[f"ratio_cpu_{size}"] = out[f"arrow_{size}"]["rows_per_cpu_s"] / out[f"peer_txn_{size}"]["rows_per_cpu_s"]
     # the full path from validated frames (what POST /api/v1/ingest runs after parsing)
     from loupe.frame import Frame
 
@@ -100,20 +150,27 @@ def bench_ingest(tmp: Path) -> dict:
             for r in b])
 
     store = DuckDBStore(fresh(tmp / "frames.duckdb"))
+    flusher = Flusher(store)
+    frames = [frame("b", i) for i in range(60)]
     times = []
-    for i in range(30):
-        fr = frame("b", i)
+    cpu0 = time.process_time()
+    for i, fr in enumerate(frames):
         s = time.perf_counter()
         store.ingest([fr], received_at=t0 + i + 1)
         times.append(time.perf_counter() - s)
+    flusher.close()
+    store.flush()
+    cpu = time.process_time() - cpu0
     store.close()
     med = statistics.median(times)
-    out["frames_1000"] = dict(rows=1000, median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3, rows_per_s=1000 / med)
-    # 20 agents sending 1k-row frames at once: group commit shares one transaction among them
+    out["frames_1000"] = dict(rows=1000, median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3,
+                              rows_per_cpu_s=1000 * len(frames) / cpu)
+    # 20 agents sending 1k-row frames at once: group commit shares one log write and fsync among them
     import threading
 
     agents, per_agent = 20, 10
     store = DuckDBStore(fresh(tmp / "group.duckdb"))
+    flusher = Flusher(store)
     work = {a: [frame(f"g{a}", i) for i in range(per_agent)] for a in range(agents)}
     lat: list[float] = []
 
@@ -130,6 +187,7 @@ def bench_ingest(tmp: Path) -> dict:
     for t in threads:
         t.join()
     wall = time.perf_counter() - s
+    flusher.close()
     store.close()
     out["group_commit_20_agents_1000"] = dict(rows=agents * per_agent * 1000, wall_s=wall,
                                               rows_per_s=agents * per_agent * 1000 / wall,
@@ -151,7 +209,8 @@ def bench_ingest(tmp: Path) -> dict:
     con.close()
     med = statistics.median(times)
     out["peer_executemany_1000"] = dict(rows=1000, median_ms=med * 1e3, rows_per_s=1000 / med)
-    out["ratio_arrow_vs_executemany_1000"] = out["arrow_1000"]["rows_per_s"] / out["peer_executemany_1000"]["rows_per_s"]
+    out["ratio_arrow_vs_executemany_1000"] = \
+        out["arrow_1000"]["rows_per_wall_s"] / out["peer_executemany_1000"]["rows_per_s"]
     return out
 
 
@@ -184,7 +243,65 @@ def _hist_sql() -> str:
     return ", ".join(cols)
 
 
-def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int) -> dict:
+# A NAS's day, shaped like the seed workloads: each client runs one workload (w = client % 8):
+# 0/1 streaming reads of 1 MiB (warm / cold cache), 2 streaming writes of 1 MiB, 3 8 KiB O_DSYNC
+# writes, 4/5 8 KiB random reads (warm / cold), 6 small-file creates (a new file every second),
+# 7 metadata (getattr). A streaming client stays on a file for 10 minutes, a random reader moves
+# every 10 s; files are named like the seed's tree [00-FF]/[00-FF]/[0-F]/[1-64]. Rates vary per
+# client and second; latency is bimodal (cache hits ~16 us, disk ~2-4 ms).
+GEN_NAS_SQL = """
+INSERT INTO {table}
+SELECT ts, 'nas1' AS host, client, proto, op, '/export/bench' AS share, file,
+       cnt AS count, cnt * io AS bytes, fast * 24000 + slow * 2600000 + (h % 1000) * cnt AS lat_sum, {hist}
+FROM (
+  SELECT *, cnt - slow AS fast FROM (
+    SELECT *, (CASE WHEN w IN (1, 5) THEN cnt * 9 // 10 WHEN w IN (2, 3) THEN cnt // 2
+                    WHEN w = 7 THEN 0 ELSE cnt // 20 END) AS slow
+    FROM (
+      SELECT ts, c, w, h,
+             '10.0.' || (c // 250)::VARCHAR || '.' || (c % 250 + 1)::VARCHAR AS client,
+             ['v3', 'v4.1', 'v4.2'][1 + c % 3] AS proto,
+             ['read', 'read', 'write', 'write', 'read', 'read', 'create', 'getattr'][1 + w] AS op,
+             [1048576, 1048576, 1048576, 8192, 8192, 8192, 0, 0][1 + w] AS io,
+             (10 + c % 40 + h % 7)::BIGINT AS cnt,
+             '/export/bench/' || printf('%02x/%02x/%x/%d', fh % 256, (fh // 256) % 256, (fh // 65536) % 16,
+                                         1 + (fh // 1048576) % 64) AS file
+      FROM (
+        SELECT ts, c, w, h, hash(c, ts // (CASE WHEN w IN (0, 1, 2) THEN 600 WHEN w = 3 THEN 3600
+                                                 WHEN w IN (4, 5) THEN 10 WHEN w = 6 THEN 1 ELSE 30 END)) AS fh
+        FROM (
+          SELECT {t0} + (i // {per_sec}) AS ts, (i % {clients})::BIGINT AS c, (i % {clients}) % 8 AS w,
+                 (hash(i) % 1000003)::BIGINT AS h
+          FROM range({lo}, {hi}) r(i)
+        )
+      )
+    )
+  )
+) {order}
+"""
+
+
+def _nas_hist_sql() -> str:
+    """Latency buckets 14 (hits) and 21 (disk); size 20 (1 MiB) or 13 (8 KiB); offset by position in the file."""
+    stream_off = "20 + (ts % 600) // 60"  # a streaming client walks through its file
+    want = {
+        "l14": "fast", "l21": "slow",
+        "s20": "CASE WHEN io = 1048576 THEN cnt ELSE 0 END", "s13": "CASE WHEN io = 8192 THEN cnt ELSE 0 END",
+    }
+    cols = []
+    for c in _hist_cols(NFS):
+        if c in want:
+            cols.append(f"{want[c]} AS {c}")
+        elif c.startswith("o"):
+            e = int(c[1:])
+            cols.append(f"CASE WHEN w IN (0, 1, 2) AND {stream_off} = {e} THEN cnt "
+                        f"WHEN w IN (3, 4, 5) AND {e} = 30 THEN cnt ELSE 0 END AS {c}")
+        else:
+            cols.append(f"0 AS {c}")
+    return ", ".join(cols)
+
+
+def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int, data: str = "nas") -> dict:
     """Write `hours` of per-second nfs rows for `clients` clients (one row per client-second on average).
 
     Each hour is generated into a staging table, then appended to the seconds tier
@@ -203,8 +320,9 @@ def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int) -> d
     order = "ORDER BY host, client, file, ts" if sorted_ else "ORDER BY ts"
     for lo in range(0, total, chunk):
         cur.execute("CREATE OR REPLACE TEMP TABLE stage AS SELECT * FROM nfs_s LIMIT 0")
-        cur.execute(GEN_SQL.format(table="stage", hist=_hist_sql(), t0=t0, per_sec=per_sec, clients=clients,
-                                   lo=lo, hi=min(total, lo + chunk), order=""))
+        gen, hist = (GEN_NAS_SQL, _nas_hist_sql()) if data == "nas" else (GEN_SQL, _hist_sql())
+        cur.execute(gen.format(table="stage", hist=hist, t0=t0, per_sec=per_sec, clients=clients,
+                               lo=lo, hi=min(total, lo + chunk), order=""))
         cur.execute(f"INSERT INTO nfs_s SELECT * FROM stage {order}")
         if sorted_:  # the peer answers only the seconds-tier queries
             cur.execute(f"INSERT INTO nfs_m BY NAME SELECT ts - ts % 60 AS ts, {dims}, {sums} FROM stage "
@@ -254,14 +372,14 @@ def time_query(fn, repeat=7) -> dict:
     return dict(median_ms=statistics.median(ts) * 1e3, min_ms=min(ts) * 1e3, max_ms=max(ts) * 1e3)
 
 
-def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool = False) -> dict:
+def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool = False, data: str = "nas") -> dict:
     day = hours * 3600
     t0 = (int(time.time()) - day - 60) // 3600 * 3600
     meta = tmp / "day.json"
     if reuse and meta.exists():  # time queries again on data built by an earlier run
         t0 = json.loads(meta.read_text())["t0"]
     end = t0 + day
-    out = {"clients": clients, "hours": hours}
+    out = {"clients": clients, "hours": hours, "data": data}
     layouts = [("sorted", True)] + ([("unsorted", False)] if peer else [])
     ops = METRICS["nfs.ops"]
     client = "10.0.0.7"
@@ -270,7 +388,7 @@ def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool =
         if reuse and path.exists() and meta.exists():
             out[f"build_{name}"] = json.loads(meta.read_text())[name]
         else:
-            out[f"build_{name}"] = build_day(path, clients, hours, srt, t0)
+            out[f"build_{name}"] = build_day(path, clients, hours, srt, t0, data)
             saved = json.loads(meta.read_text()) if meta.exists() else {}
             meta.write_text(json.dumps({**saved, "t0": t0, name: out[f"build_{name}"]}))
         store = DuckDBStore(path)
@@ -298,19 +416,25 @@ def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool =
                 for k in ("top10_clients_day_seconds", "top10_clients_day_auto", "top10_clients_last_hour")}
             res["table_bytes_per_row"] = {t: table_bytes(store._cur, t) / max(1, n) for t, n in
                                           store.row_counts().items() if t in ("nfs_s", "nfs_m", "nfs_h")}
+            # values actually stored: the non-zero measures and histogram buckets of each row
+            cols = ["count", "bytes", "lat_sum"] + _hist_cols(NFS)
+            res["values_per_row"] = store._cur.execute(
+                f"SELECT ({' + '.join(f'count_if({c} <> 0)' for c in cols)}) / count(*) FROM nfs_s").fetchall()[0][0]
         res["client_latency_heatmap_day_seconds"] = time_query(
             lambda: store.heatmap(st(client=[client]), "latency", Window(t0, end, 120, "second")))
         store.close()
         out[name] = res
     b = out["build_sorted"]
-    nonzero_per_row = 3 + 2  # count, bytes, lat_sum + one latency and one size bucket per row
+    nonzero_per_row = out["sorted"].get("values_per_row") or 5
     tb = out["sorted"].get("table_bytes_per_row", {})
     out["storage"] = dict(bytes_per_row=b["bytes"] / b["rows"],
                           seconds_tier_bytes_per_row=tb.get("nfs_s"),
                           seconds_tier_bytes_per_value=tb["nfs_s"] / nonzero_per_row if "nfs_s" in tb else None,
                           bytes_per_value=b["bytes"] / (b["rows"] * nonzero_per_row),
-                          note="all tiers in one file; values = non-zero measures per seconds row; "
-                               "generated values are hash-random, so this is a worst case for compression")
+                          values_per_row=nonzero_per_row,
+                          note="all tiers in one file; values = non-zero measures and buckets per seconds row; "
+                               + ("the seed workloads, one per client" if data == "nas" else
+                                  "hash-random values: a worst case for compression"))
     if peer:
         u = out["build_unsorted"]
         out["storage"]["unsorted_seconds_only_bytes_per_row"] = u["bytes"] / u["rows"]
@@ -386,6 +510,9 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="ingest,query,live")
     p.add_argument("--tmp", default=None, help="scratch directory (needs ~10 GB for the full day, more while building)")
     p.add_argument("--reuse", action="store_true", help="with --tmp: reuse the day built by an earlier run")
+    p.add_argument("--data", choices=("nas", "random"), default="nas",
+                   help="the day's rows: 'nas' (the seed workloads, one per client) or 'random' (hash-random "
+                        "files, ops and values: the worst case for compression and rollups)")
     a = p.parse_args(argv)
     tmp = Path(a.tmp or tempfile.mkdtemp(prefix="loupe-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -408,7 +535,7 @@ def main(argv=None) -> int:
             print(json.dumps(result["nfswire"].get("summary", result["nfswire"]), indent=1), flush=True)
         if "query" in only:
             print(f"queries over {a.hours} h x {a.clients} clients ...", flush=True)
-            result["query"] = bench_queries(tmp, a.clients, a.hours, not a.skip_peer, a.reuse)
+            result["query"] = bench_queries(tmp, a.clients, a.hours, not a.skip_peer, a.reuse, a.data)
             print(json.dumps(result["query"], indent=1), flush=True)
     finally:
         if not a.tmp:

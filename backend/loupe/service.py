@@ -72,9 +72,24 @@ class Loupe:
         return out
 
     def start_background(self) -> None:
-        t = threading.Thread(target=self._upkeep, name="loupe-upkeep", daemon=True)
-        t.start()
-        self._threads.append(t)
+        for target, name in ((self._upkeep, "loupe-upkeep"), (self._flusher, "loupe-flush")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _flusher(self) -> None:
+        """Acknowledged batches wait in the ingest log and in memory; write them to the tables each second."""
+        failing = False
+        while not self._stop.wait(1.0):
+            try:
+                self.store.flush()
+                if failing:
+                    log.info("store flush works again")
+                failing = False
+            except Exception:
+                if not failing:  # once per outage, not every second
+                    log.exception("store flush failed; acknowledged batches stay in the ingest log and are retried")
+                failing = True
 
     def _upkeep(self) -> None:
         next_prune = next_compact = next_checkpoint = 0.0

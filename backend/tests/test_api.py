@@ -200,3 +200,13 @@ def test_live_websocket_pushes_new_seconds(client):
 def test_unknown_api_route_is_json_404(client):
     r = client.get("/api/v1/nope")
     assert r.status_code == 404 and "no API route" in r.json()["detail"]
+
+
+def test_the_committed_openapi_document_is_the_apps(tmp_path):
+    """The TypeScript client is generated from frontend/openapi.json: it must be the app's current document."""
+    import json
+    from pathlib import Path
+
+    app = create_app(Settings(data_dir=tmp_path), start_agent=False)
+    committed = json.loads((Path(__file__).resolve().parents[2] / "frontend" / "openapi.json").read_text())
+    assert committed == json.loads(json.dumps(app.openapi())), "run 'make api-client' and commit the result"

@@ -95,8 +95,11 @@ def test_concurrent_ingest_group_commits_without_loss_or_duplicates(store):
         t.join()
     expected = sum(f.rows[i].count for k in range(8) for f in random_nfs_frames(NOW, 40, seed=k, source=f"a{k}@h")
                    for i in range(len(f.rows)))
+    assert store.aggregate(stat(), Window(NOW, NOW + 40, 40, "second"), 1).total[0] * 40 == pytest.approx(expected)
+    store.flush()  # the staged batches, in the hot table exactly once
     got = store._cur.execute("SELECT sum(count) FROM nfs_s_hot").fetchone()[0]
     assert got == expected
+    assert store.aggregate(stat(), Window(NOW, NOW + 40, 40, "second"), 1).total[0] * 40 == pytest.approx(expected)
     assert store.high_water() == \
         {f"a{k}@h": NOW + 39 for k in range(8)}
 

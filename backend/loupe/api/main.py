@@ -19,6 +19,7 @@ from ..catalog import CatalogError
 from ..config import Settings
 from ..query import QueryError
 from ..service import Loupe
+from ..store.base import StoreUnavailable
 from .routes import ingest, live, metrics, prom, query, sources, status, worksheets
 
 log = logging.getLogger("loupe")
@@ -103,6 +104,10 @@ def create_app(settings: Settings | None = None, *, start_agent: bool | None = N
     @app.exception_handler(CatalogError)
     async def bad_query(_: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(StoreUnavailable)
+    async def unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -12,6 +12,11 @@ from ..frame import Frame, SourceStatus
 from ..timerange import Window
 
 
+class StoreUnavailable(RuntimeError):
+    """The store cannot take writes now (its log failed, or it is not keeping up); the message says why.
+    Nothing of the refused request was acknowledged, so the agent sends it again later."""
+
+
 @dataclass(frozen=True)
 class Statistic:
     """A metric, filters and an optional breakdown, already checked against the catalog.
@@ -91,6 +96,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def second(self, stat: Statistic, ts: int, keys: list[str]) -> tuple[float, dict[str, float], float]:
         """One second: (total, values of `keys`, other). For live pushes."""
+
+    def flush(self) -> int:
+        """Move acknowledged writes that wait in memory into the tables; returns rows moved.
+        Engines that write through at ingest have nothing to do."""
+        return 0
 
     @abc.abstractmethod
     def rollup(self, now: int) -> int:

@@ -15,10 +15,18 @@ Every row holds every dimension of its family, so any breakdown can be asked of
 any stored period. Histograms are one BIGINT column per log2 bucket (``l20`` =
 latency bucket 2^20 ns); empty buckets are constant zero and compress away.
 
-Rollups are driven by a ``dirty`` set of periods, written in the same transaction
-as the seconds that dirtied them; a late frame simply re-dirties its minute. Until
-a period is rolled, queries read it from the tier below (see :meth:`_layers`), so
-a coarse chart never has a hole at its right edge.
+Ingest writes no DuckDB transaction: an acknowledged batch is in the ingest log
+(:mod:`.ingest_log`, fsync'd) and in memory (the *stage*, ``f_stage``, one Arrow table
+per commit tagged with its log sequence number). :meth:`flush` moves the stage into
+``f_s_hot`` in one transaction, about once a second, and records the flushed LSN in
+``ingest_mark`` in that transaction. Queries read the stage through a per-cursor view
+that keeps only rows above the LSN their own snapshot of ``ingest_mark`` shows, so a
+row is counted exactly once while a flush commits beside them.
+
+Rollups are driven by a ``dirty`` set of periods, written by the flush that stores the
+seconds that dirtied them; a late frame simply re-dirties its minute. Until a period
+is rolled, queries read it from the tier below (see :meth:`_layers`), so a coarse
+chart never has a hole at its right edge.
 """
 
 from __future__ import annotations
@@ -40,7 +48,8 @@ import pyarrow.compute as pc
 from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family
 from ..frame import Frame, SourceStatus
 from ..timerange import Window
-from .base import Aggregate, Heatmap, IngestOutcome, PruneReport, Statistic, Store
+from .base import Aggregate, Heatmap, IngestOutcome, PruneReport, Statistic, Store, StoreUnavailable
+from .ingest_log import IngestLog
 
 log = logging.getLogger("loupe.store")
 
@@ -96,11 +105,18 @@ class DuckDBStore(Store):
         top_files: int = 500,
         compact_every: int = 3600,
         clock=time.time,
+        stage_flush_rows: int = 200_000,
+        stage_max_rows: int = 5_000_000,
     ) -> None:
+        """`stage_flush_rows`: an ingest that leaves more rows waiting for the flush writes them itself
+        (bulk loads); `stage_max_rows`: beyond this the store is not keeping up, and ingest is refused
+        (503, retried by agents) instead of growing memory without bound."""
         self.path = str(path)
         self.retain = retain or {"second": 48 * 3600, "minute": 30 * 86400, "hour": 365 * 86400}
         self.top_files = top_files
         self.compact_every = compact_every
+        self.stage_flush_rows = stage_flush_rows
+        self.stage_max_rows = stage_max_rows
         self.clock = clock
         self._db = duckdb.connect(self.path)
         # Checkpoints run from the upkeep thread (checkpoint()), not inline in an ingest commit
@@ -131,6 +147,31 @@ class DuckDBStore(Store):
         self._check_layout()
         row = self._db.execute("SELECT value FROM meta WHERE key = 'compacted_upto'").fetchone()
         self._compacted = int(row[0]) if row else 0
+        # The stage: committed (logged) batches not yet in DuckDB. Guarded by _slock.
+        self._slock = threading.Lock()
+        self._llock = threading.Lock()  # the log writer; held across a group commit
+        self._stage: dict[str, list[tuple[int, pa.Table]]] = defaultdict(list)
+        self._staged_rows = 0
+        self._pending_seqs: dict[str, tuple[int, float]] = {}
+        self._pending_hosts: set[tuple[str, float]] = set()
+        self._touched: set[tuple[str, str, int]] = set()  # periods dirtied since the last flush snapshot
+        self.flush_error: str | None = None
+        self._empty_stage = {n: self._stage_schema(f).empty_table() for n, f in FAMILIES.items()}
+        self._log = IngestLog(self.path + ".ingest")
+        self._flushed_lsn = self._db.execute("SELECT lsn FROM ingest_mark").fetchone()[0]
+        replayed = self._log.replay(self._flushed_lsn)
+        for rec in replayed:
+            self._stage_record(rec.lsn, rec.seqs, set(rec.hosts), rec.seen, rec.tables,
+                               {f: set(pc.unique(t.column("ts")).to_pylist()) for f, t in rec.tables.items()})
+            for src, q in rec.seqs.items():
+                self._hwm[src] = max(q, self._hwm.get(src, -1))
+        self._hwm_reserved = dict(self._hwm)
+        if replayed:
+            log.info("store: replaying %d acknowledged ingest records (%d rows) from the ingest log",
+                     len(replayed), self._staged_rows)
+            self.flush()
+        else:
+            self._log.committed(self._flushed_lsn)
 
     # ---------------------------------------------------------------- schema
     def _create(self) -> None:
@@ -164,6 +205,10 @@ class DuckDBStore(Store):
             " created DOUBLE, updated DOUBLE, spec VARCHAR)"
         )
         db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        # The ingest log's records up to this LSN are in the tables (one row; see flush()).
+        db.execute("CREATE TABLE IF NOT EXISTS ingest_mark (lsn BIGINT NOT NULL)")
+        if db.execute("SELECT count(*) FROM ingest_mark").fetchone()[0] == 0:
+            db.execute("INSERT INTO ingest_mark VALUES (0)")
 
     def _create_totals(self) -> None:
         """Totals tables, kept in the same transactions as the tiers they summarise.
@@ -252,15 +297,45 @@ class DuckDBStore(Store):
             cur = self._local.cur = self._db.cursor()
         return cur
 
+    def _qcur(self, family: str) -> duckdb.DuckDBPyConnection:
+        """This thread's query cursor, with `family`'s current stage bound to its ``f_stagev`` view.
+
+        Queries have a cursor of their own: binding the stage needs a cursor with no result pending."""
+        cur = getattr(self._local, "qcur", None)
+        if cur is None:
+            cur = self._local.qcur = self._db.cursor()
+            for name, fam in FAMILIES.items():
+                cur.register(f"{name}_stage", self._empty_stage[name])
+                wide = [f"coalesce(hv[list_position(hk, {i})], 0)::BIGINT AS {c}"
+                        for i, c in enumerate(_hist_cols(fam))]
+                cur.execute(f"CREATE TEMP VIEW {name}_stagev AS SELECT ts, {', '.join(fam.dims)}, count, bytes, "
+                            f"lat_sum{''.join(', ' + w for w in wide)} FROM {name}_stage "
+                            f"WHERE lsn > (SELECT lsn FROM ingest_mark)")
+                cur.execute(f"CREATE TEMP VIEW {name}_stage_raw AS SELECT * FROM {name}_stage "
+                            f"WHERE lsn > (SELECT lsn FROM ingest_mark)")
+        with self._slock:
+            parts = [t for _, t in self._stage.get(family, ())]
+        cur.register(f"{family}_stage", pa.concat_tables(parts) if parts else self._empty_stage[family])
+        return cur
+
+    @staticmethod
+    def _stage_schema(fam: Family) -> pa.Schema:
+        fields = [pa.field("ts", pa.int64()), pa.field("host", pa.string())]
+        fields += [pa.field(d, pa.string()) for d in fam.dims if d != "host"]
+        fields += [pa.field(m, pa.int64()) for m in MEASURES]
+        fields += [pa.field("hk", pa.list_(pa.uint16())), pa.field("hv", pa.list_(pa.int64())),
+                   pa.field("lsn", pa.int64())]
+        return pa.schema(fields)
+
     # ---------------------------------------------------------------- ingest
     def ingest(self, frames: list[Frame], *, received_at: float) -> IngestOutcome:
         """Store new frames; acknowledge duplicates. Returns once the rows are committed.
 
         Group commit: each request reserves its sequence numbers and queues its
-        Arrow batches; whichever request takes the write lock first commits every
-        queued batch in one transaction. Under load many agents share one commit
-        (DuckDB's cost per insert is mostly per column, not per row); idle, a
-        request commits alone with no added wait.
+        Arrow batches; whichever request takes the log lock first writes every
+        queued batch as one ingest-log record with one fsync, then stages it for
+        the next flush. Under load many agents share one fsync; idle, a request
+        commits alone with no added wait.
         """
         out = IngestOutcome()
         now = int(received_at)
@@ -291,79 +366,139 @@ class DuckDBStore(Store):
             out.folded_rows += folded
             out.rows += table.num_rows
             out.seconds[name] = job.seconds[name] = {fr.ts for fr in frs}
+        self._submit(job)
+        out.tables = job.tables
+        out.accepted = len(fresh)
+        out.stored = {(fr.source, fr.seq) for fr in fresh}
+        return out
+
+    def _submit(self, job: _Job) -> None:
+        if self._staged_rows > self.stage_max_rows:
+            with self._plock:
+                for src in job.seqs:
+                    self._hwm_reserved[src] = self._hwm.get(src, -1)
+            raise StoreUnavailable(f"the store is not keeping up: {self._staged_rows} rows wait to be written"
+                                   + (f" ({self.flush_error})" if self.flush_error else ""))
         with self._plock:
             self._queue.append(job)
-        with self._wlock:
+        with self._llock:
             if not job.done:
                 with self._plock:
                     jobs, self._queue = self._queue, []
                 self._commit(jobs)
         if job.error is not None:
             raise job.error
-        out.tables = job.tables
-        out.accepted = len(fresh)
-        out.stored = {(fr.source, fr.seq) for fr in fresh}
-        return out
+        if self._staged_rows > self.stage_flush_rows:
+            self.flush()
 
     def _commit(self, jobs: list["_Job"]) -> None:
+        """One log record (one fsync) for every queued job, then stage it. Holds _llock."""
         tables: dict[str, list[pa.Table]] = defaultdict(list)
         seqs: dict[str, int] = {}
+        seconds: dict[str, set[int]] = defaultdict(set)
         hosts: set[str] = set()
         seen = 0.0
         for j in jobs:
             for name, t in j.tables.items():
                 tables[name].append(t)
+            for name, secs in j.seconds.items():
+                seconds[name] |= secs
             for src, q in j.seqs.items():  # jobs may queue out of reservation order: keep the max
                 seqs[src] = max(q, seqs.get(src, -1), self._hwm.get(src, -1))
             hosts |= j.hosts
             seen = max(seen, j.seen)
-        dirty = {(f, "m", t - t % 60) for j in jobs for f, secs in j.seconds.items() for t in secs} - self._dirty
-        hosts -= self._hosts
-        cur = self._cur
+        merged = {name: pa.concat_tables(ts) if len(ts) > 1 else ts[0] for name, ts in tables.items()}
         try:
-            cur.begin()
-            for name, ts in tables.items():
-                self._append(cur, f"{name}_s_hot", pa.concat_tables(ts) if len(ts) > 1 else ts[0])
-            if len(seqs) == 1:
-                (src, q), = seqs.items()
-                cur.execute("INSERT INTO seq_log VALUES ($1, $2, $3)", [src, q, seen])
-            else:
-                cur.executemany("INSERT INTO seq_log VALUES ($1, $2, $3)", [(k, q, seen) for k, q in seqs.items()])
-            if dirty:
-                cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(dirty))
-            if hosts:
-                cur.executemany("INSERT OR IGNORE INTO hosts VALUES (?, ?)", [(h, seen) for h in hosts])
-            cur.commit()
+            lsn = self._log.append(seqs, hosts, seen, merged)
         except BaseException as e:
-            try:
-                cur.rollback()
-            except duckdb.Error:
-                pass
             with self._plock:  # the failed frames may be sent again
                 for src in seqs:
                     self._hwm_reserved[src] = self._hwm.get(src, -1)
+            err = StoreUnavailable(f"ingest log write failed: {e}") if isinstance(e, OSError) else e
             for j in jobs:
-                j.error, j.done = e, True
+                j.error, j.done = err, True
             return
-        self._hwm.update(seqs)
-        self._dirty |= dirty
-        self._hosts |= hosts
+        self._stage_record(lsn, seqs, hosts, seen, merged, seconds)
         for j in jobs:
             j.done = True
 
+    def _stage_record(self, lsn: int, seqs: dict[str, int], hosts: set[str], seen: float,
+                      tables: dict[str, pa.Table], seconds: dict[str, set[int]]) -> None:
+        with self._slock:
+            for name, t in tables.items():
+                t = t.append_column("lsn", pa.array(np.full(t.num_rows, lsn, dtype=np.int64)))
+                self._stage[name].append((lsn, t))
+                self._staged_rows += t.num_rows
+            for src, q in seqs.items():
+                self._pending_seqs[src] = (q, seen)
+            self._pending_hosts |= {(h, seen) for h in hosts - self._hosts}
+            self._hosts |= hosts
+            touched = {(f, "m", t - t % 60) for f, secs in seconds.items() for t in secs}
+            self._touched |= touched
+            self._dirty |= touched
+            self._hwm.update(seqs)
+
     def append_arrow(self, family: str, table: pa.Table, *, dirty: bool = True) -> None:
-        """Append rows already in the hot table's narrow layout (bench and bulk loads)."""
+        """Append rows already in the hot table's narrow layout (bench and bulk loads), as ingest does."""
+        schema = self._stage_schema(FAMILIES[family])
+        table = table.select(schema.names[:-1]).cast(pa.schema(list(schema)[:-1]))
+        secs = set(pc.unique(table.column("ts")).to_pylist()) if dirty else set()
+        job = _Job(seqs={}, hosts=set(pc.unique(table.column("host")).to_pylist()), seen=self.clock(),
+                   tables={family: table}, seconds={family: secs})
+        self._submit(job)
+
+    def flush(self) -> int:
+        """Move the stage into ``f_s_hot`` in one transaction; returns the rows moved.
+
+        The transaction also stores the sequence marks, dirty periods and hosts the staged
+        batches brought, and the LSN up to which the ingest log is now in the tables."""
         with self._wlock:
+            with self._llock, self._slock:  # no commit is between its log write and its staging
+                snap = {name: list(items) for name, items in self._stage.items() if items}
+                seqs, self._pending_seqs = self._pending_seqs, {}
+                hosts, self._pending_hosts = self._pending_hosts, set()
+                touched, self._touched = self._touched, set()
+                lsn = self._log.last_lsn
+                self._log.rotate()
+            if not snap and not seqs and not hosts and not touched and lsn == self._flushed_lsn:
+                return 0
             cur = self._cur
-            cur.begin()
-            self._append(cur, f"{family}_s_hot", table)
-            if dirty:
-                ts = pc.unique(table.column("ts")).to_numpy()
-                periods = {(family, "m", int(t - t % 60)) for t in ts} - self._dirty
-                if periods:
-                    cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(periods))
-                self._dirty |= periods
-            cur.commit()
+            rows = 0
+            try:
+                cur.begin()
+                for name, items in snap.items():
+                    t = pa.concat_tables([x for _, x in items]).drop_columns(["lsn"])
+                    rows += t.num_rows
+                    self._append(cur, f"{name}_s_hot", t)
+                if seqs:
+                    cur.from_arrow(pa.table({"source": list(seqs), "hwm": [q for q, _ in seqs.values()],
+                                             "updated": [u for _, u in seqs.values()]})).insert_into("seq_log")
+                if touched:
+                    cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(touched))
+                if hosts:
+                    cur.executemany("INSERT OR IGNORE INTO hosts VALUES (?, ?)", sorted(hosts))
+                cur.execute("UPDATE ingest_mark SET lsn = ?", [lsn])
+                cur.commit()
+            except BaseException as e:
+                try:
+                    cur.rollback()
+                except duckdb.Error:
+                    pass
+                with self._slock:  # keep everything for the next try
+                    for src, v in seqs.items():
+                        self._pending_seqs.setdefault(src, v)
+                    self._pending_hosts |= hosts
+                    self._touched |= touched
+                self.flush_error = f"{type(e).__name__}: {e}"
+                raise
+            self.flush_error = None
+            self._flushed_lsn = lsn
+            with self._slock:
+                for name, items in snap.items():
+                    del self._stage[name][: len(items)]
+                self._staged_rows -= rows
+            self._log.committed(lsn)
+            return rows
 
     def _append(self, cur, table_name: str, table: pa.Table) -> None:
         # A positional insert of the relation skips registering a view and binding by name;
@@ -473,8 +608,10 @@ class DuckDBStore(Store):
     def _watermarks(self, family: str) -> tuple[int, int]:
         """(W_h, W_m): hours before W_h and minutes before W_m are rolled up and current."""
         inf = 2**62
-        dm = [p for f, t, p in self._dirty if f == family and t == "m"]
-        dh = [p for f, t, p in self._dirty if f == family and t == "h"]
+        with self._slock:
+            dirty = list(self._dirty)
+        dm = [p for f, t, p in dirty if f == family and t == "m"]
+        dh = [p for f, t, p in dirty if f == family and t == "h"]
         w_m = min(dm) if dm else inf
         w_h = min(dh) if dh else inf
         if w_m != inf:
@@ -483,7 +620,7 @@ class DuckDBStore(Store):
 
     def _layers(self, family: str, tier: str, a: int, b: int) -> list[tuple[str, int, int]]:
         """Tables and [from, to) spans that together cover [a, b) at the given tier."""
-        secs = [f"{family}_s", f"{family}_s_hotv"]
+        secs = [f"{family}_s", f"{family}_s_hotv", f"{family}_stagev"]
         if tier == "second":
             return [(t, a, b) for t in secs]
         w_h, w_m = self._watermarks(family)
@@ -559,7 +696,8 @@ class DuckDBStore(Store):
         k = "key" if per_key else "''"
         parts: list[str] = []
         w_m = self._watermarks(fam)[1]
-        raw = {f"{fam}_s": f"{fam}_s", f"{fam}_s_hotv": f"{fam}_s_hot"}  # hot: its measures need no widening
+        # hot and stage: their measures need no widening
+        raw = {f"{fam}_s": f"{fam}_s", f"{fam}_s_hotv": f"{fam}_s_hot", f"{fam}_stagev": f"{fam}_stage_raw"}
         for table, lo, hi in self._layers(fam, window.tier, window.start, window.end):
             if table not in raw:  # a rolled-up tier
                 parts.append(f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_{table[-1]} "
@@ -591,15 +729,16 @@ class DuckDBStore(Store):
         series: dict[str, np.ndarray] = {}
         ranked: list[tuple[str, float]] = []
         fast = self._totals_apply(stat, window)
+        cur = self._qcur(stat.metric.family)  # one stage snapshot for both passes
         if fast:
             # Pass 1 from the totals tables: every element's sum over the range, and the total per point.
             params = []
             src = self._totals_sql(stat, window, params, per_key=True)
-            ranked = [(k, v) for k, v in self._cur.execute(
+            ranked = [(k, v) for k, v in cur.execute(
                 f"SELECT k, sum(v)::DOUBLE FROM ({src}) GROUP BY k", params).fetchall() if v]
             params = []
             src = self._totals_sql(stat, window, params, per_key=False)
-            for i, v in self._cur.execute(f"SELECT {bucket} AS i, sum(v)::DOUBLE FROM ({src}) GROUP BY i",
+            for i, v in cur.execute(f"SELECT {bucket} AS i, sum(v)::DOUBLE FROM ({src}) GROUP BY i",
                                           params).fetchall():
                 if 0 <= i < n and v:
                     total[i] += v
@@ -607,7 +746,7 @@ class DuckDBStore(Store):
             # Pass 1, one scan: the total per point and every element's sum over the range.
             params = []
             src = self._source_sql(stat, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
-            for i, k, v, by_key in self._cur.execute(
+            for i, k, v, by_key in cur.execute(
                     f"SELECT i, k, sum(v)::DOUBLE, grouping(i) = 1 FROM ({src}) GROUP BY GROUPING SETS ((i), (k))",
                     params).fetchall():
                 if by_key:
@@ -627,7 +766,7 @@ class DuckDBStore(Store):
                 src = f"SELECT {bucket} AS i, k, v FROM ({self._totals_sql(only_top, window, params, per_key=True)})"
             else:
                 src = self._source_sql(only_top, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
-            for i, k, v in self._cur.execute(f"SELECT i, k, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL",
+            for i, k, v in cur.execute(f"SELECT i, k, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL",
                                              params).fetchall():
                 if 0 <= i < n and v:
                     series.setdefault(k, np.zeros(n))[i] += v
@@ -663,7 +802,7 @@ class DuckDBStore(Store):
         sums = ", ".join(f"sum({c})::DOUBLE" for c in cols)
         sql = f"SELECT (ts - {window.start}) // {window.step} AS i, {sums} FROM ({src}) GROUP BY i"
         m = np.zeros((window.points, len(exps)))
-        for row in self._cur.execute(sql, params).fetchall():
+        for row in self._qcur(stat.metric.family).execute(sql, params).fetchall():
             if 0 <= row[0] < window.points:
                 m[row[0]] = [x or 0.0 for x in row[1:]]
         return m, exps
@@ -709,7 +848,8 @@ class DuckDBStore(Store):
         key = stat.by if stat.by and stat.by not in HISTOGRAMS else "''"
         params: list = []
         src = self._source_sql(stat, window, f"{key} AS k, {self._value_expr(stat)} AS v", params)
-        rows = self._cur.execute(f"SELECT k, sum(v)::DOUBLE FROM ({src}) GROUP BY k", params).fetchall()
+        rows = self._qcur(stat.metric.family).execute(f"SELECT k, sum(v)::DOUBLE FROM ({src}) GROUP BY k",
+                                                      params).fetchall()
         scale = stat.metric.scale
         total = sum(v for _, v in rows) * scale
         wanted = set(keys)
@@ -722,14 +862,19 @@ class DuckDBStore(Store):
     # ---------------------------------------------------------------- maintenance
     def rollup(self, now: int) -> int:
         done = 0
+        flushed = False
         for tier in ("m", "h"):  # minutes first: rolling a minute dirties its hour
-            for fam_name, t, period in sorted(p for p in self._dirty if p[1] == tier):
-                if period + PERIOD[tier] + ROLLUP_GRACE > now:
-                    continue
+            with self._slock:
+                due = sorted(p for p in self._dirty if p[1] == tier and p[2] + PERIOD[tier] + ROLLUP_GRACE <= now)
+            for key in due:
                 with self._wlock:
-                    if (fam_name, t, period) not in self._dirty:
-                        continue
-                    self._roll(FAMILIES[fam_name], t, period)
+                    if not flushed:  # the rollup reads the tables: staged seconds go there first
+                        self.flush()
+                        flushed = True
+                    with self._slock:
+                        if key not in self._dirty:
+                            continue
+                    self._roll(FAMILIES[key[0]], key[1], key[2])
                 done += 1
         return done
 
@@ -772,9 +917,11 @@ class DuckDBStore(Store):
         except BaseException:
             cur.rollback()
             raise
-        self._dirty.discard((fam.name, tier, period))
-        if up:
-            self._dirty.add(up)
+        with self._slock:
+            if (fam.name, tier, period) not in self._touched:  # else a late frame came meanwhile: roll again
+                self._dirty.discard((fam.name, tier, period))
+            if up:
+                self._dirty.add(up)
 
     def prune(self, now: int) -> PruneReport:
         before = self.size_bytes()
@@ -789,7 +936,7 @@ class DuckDBStore(Store):
                     if n:
                         deleted[f"{fam}_{suffix}"] = int(n)
             if deleted:
-                cur.execute("CHECKPOINT")
+                self._checkpoint()
         after = self.size_bytes()
         if deleted:
             log.info("pruned %s rows (%s); store %d -> %d bytes", sum(deleted.values()), deleted, before, after)
@@ -801,6 +948,7 @@ class DuckDBStore(Store):
             return 0
         moved = 0
         with self._wlock:
+            self.flush()
             cur = self._cur
             cur.begin()
             try:
@@ -826,7 +974,13 @@ class DuckDBStore(Store):
     def checkpoint(self) -> None:
         with self._wlock:
             self._fold_seq_log()
-            self._cur.execute("CHECKPOINT")
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        # On the root connection: a CHECKPOINT on the cursor that just committed a flush is
+        # refused ("other write transactions active") by DuckDB 2.0; on the root it is not.
+        with self._wlock:
+            self._db.execute("CHECKPOINT")
 
     def _fold_seq_log(self) -> None:
         """Keep one row per source: the log's newest high-water marks replace those in ``seqs``."""
@@ -842,10 +996,14 @@ class DuckDBStore(Store):
             raise
 
     def high_water(self) -> dict[str, int]:
-        """Durable per-source high-water marks, as read back from the file."""
-        return dict(self._cur.execute(
+        """Durable per-source high-water marks: those in the tables, and those of ingest-log records not flushed yet."""
+        out = dict(self._cur.execute(
             "SELECT source, max(hwm) FROM (SELECT source, hwm FROM seqs UNION ALL SELECT source, hwm FROM seq_log) "
             "GROUP BY source").fetchall())
+        with self._slock:
+            for src, (q, _) in self._pending_seqs.items():
+                out[src] = max(q, out.get(src, -1))
+        return out
 
     def size_bytes(self) -> int:
         total = 0
@@ -917,8 +1075,10 @@ class DuckDBStore(Store):
     def close(self) -> None:
         with self._wlock:
             try:
-                self._db.execute("CHECKPOINT")
+                self.flush()
+                self._checkpoint()
             finally:
+                self._log.close()
                 self._db.close()
 
 

@@ -1055,6 +1055,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The store cannot take writes now; detail says why (retry) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     members_api_v1_members_get: {

@@ -14,6 +14,7 @@ class IngestResponse(IngestResult):
 @router.post("/ingest", response_model=IngestResponse, dependencies=[IngestAuth],
              summary="Frames from an agent (bearer token)",
              responses={401: {"description": "Missing or invalid token"}, 413: {"description": "Body too large"},
+                        503: {"description": "The store cannot take writes now; detail says why (retry)"},
                         422: {"description": "Malformed frame; detail names the field"}})
 async def ingest(req: IngestRequest, loupe: LoupeDep) -> IngestResponse:
     out = await run_in_threadpool(loupe.ingest, req)

@@ -1,0 +1,161 @@
+"""The ingest log and the stage: acknowledged means on disk, counted once, replayed after a crash."""
+
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+from factories import NOW, random_nfs_frames
+
+from loupe.catalog import FAMILIES, METRICS
+from loupe.store.base import Statistic, StoreUnavailable
+from loupe.store.duckdb_store import DuckDBStore
+from loupe.store.ingest_log import IngestLog, read_segment
+from loupe.timerange import Window
+
+OPS = METRICS["nfs.ops"]
+TOTAL = Statistic(OPS)
+
+
+def count_of(frames) -> int:
+    return sum(r.count for f in frames for r in f.rows)
+
+
+def stored(store, lo=NOW, hi=NOW + 600) -> float:
+    """Events stored in [lo, hi), as a query sees them (stage, hot and settled tables together)."""
+    return store.aggregate(TOTAL, Window(lo, hi, hi - lo, "second"), 1).total[0] * (hi - lo)
+
+
+def test_acknowledged_batches_are_in_the_log_until_flushed(tmp_path):
+    s = DuckDBStore(tmp_path / "a.duckdb", clock=lambda: NOW)
+    frames = random_nfs_frames(NOW, 30)
+    s.ingest(frames, received_at=NOW + 31)
+    segs = s._log.segments()
+    assert len(segs) == 1
+    records, _, why = read_segment(segs[0])
+    assert why is None and sum(r.tables["nfs"].num_rows for r in records) == sum(len(f.rows) for f in frames)
+    assert stored(s) == pytest.approx(count_of(frames))  # queries see the stage
+    assert s._cur.execute("SELECT count(*) FROM nfs_s_hot").fetchall() == [(0,)]
+    assert s.flush() == sum(len(f.rows) for f in frames)
+    assert s._log.segments() == []  # committed: the segment is gone
+    assert stored(s) == pytest.approx(count_of(frames))  # and counted once
+    assert s.flush() == 0
+    s.close()
+
+
+def test_a_torn_record_at_the_tail_is_dropped_and_the_rest_replayed(tmp_path):
+    path = tmp_path / "t.duckdb"
+    s = DuckDBStore(path, clock=lambda: NOW)
+    first = random_nfs_frames(NOW, 20, source="a@h")
+    s.ingest(first, received_at=NOW + 21)
+    seg = s._log.segments()[0]
+    s._log.close()
+    s._db.close()  # as if killed: nothing flushed, no checkpoint
+    whole = seg.read_bytes()
+    # a second record cut off mid-write (never acknowledged), after the good one
+    log = IngestLog(tmp_path / "scratch")
+    log.replay(0)
+    extra = random_nfs_frames(NOW + 20, 5, source="b@h")
+    probe = DuckDBStore(tmp_path / "p.duckdb", clock=lambda: NOW)
+    table, _ = probe._to_arrow(FAMILIES["nfs"], extra)
+    probe.close()
+    log.append({"b@h": extra[-1].seq}, {"nas1"}, NOW, {"nfs": table})
+    log.close()
+    torn = next((tmp_path / "scratch").glob("*.log")).read_bytes()
+    seg.write_bytes(whole + torn[: len(torn) // 2])
+
+    s = DuckDBStore(path, clock=lambda: NOW)
+    try:
+        assert stored(s) == pytest.approx(count_of(first))
+        assert s.high_water() == {"a@h": first[-1].seq}  # the torn record's source is unknown
+        out = s.ingest(extra, received_at=NOW + 30)  # sent again by its agent: stored now, once
+        assert out.accepted == len(extra)
+        s.flush()
+        assert stored(s) == pytest.approx(count_of(first) + count_of(extra))
+    finally:
+        s.close()
+
+
+def test_a_query_bound_before_a_flush_commits_counts_each_row_once(tmp_path):
+    s = DuckDBStore(tmp_path / "o.duckdb", clock=lambda: NOW)
+    frames = random_nfs_frames(NOW, 50, seed=4)
+    s.ingest(frames, received_at=NOW + 51)
+    cur = s._qcur("nfs")  # what a query holds: the stage as it was before the flush
+    s.flush()  # the same rows are now in the hot table
+    both = "SELECT sum(count) FROM (SELECT count FROM nfs_s_hotv UNION ALL SELECT count FROM nfs_stagev)"
+    assert cur.execute(both).fetchall() == [(count_of(frames),)]
+    s.close()
+
+
+def test_queries_see_a_consistent_total_while_seconds_arrive_and_flush(tmp_path):
+    s = DuckDBStore(tmp_path / "c.duckdb", clock=lambda: NOW)
+    frames = random_nfs_frames(NOW, 150, seed=7)
+    prefix = {0}
+    for i in range(len(frames)):
+        prefix.add(count_of(frames[: i + 1]))
+    stop = threading.Event()
+    seen: list[float] = []
+
+    def query():
+        while not stop.is_set():
+            seen.append(stored(s, NOW, NOW + 150))
+
+    q = threading.Thread(target=query)
+    q.start()
+    for f in frames:
+        s.ingest([f], received_at=NOW + 151)
+        s.flush()
+    stop.set()
+    q.join()
+    assert len(seen) > 5
+    assert all(round(v) in prefix for v in seen), [v for v in seen if round(v) not in prefix][:5]
+    assert stored(s, NOW, NOW + 150) == pytest.approx(count_of(frames))
+    s.close()
+
+
+def test_a_store_that_cannot_flush_refuses_instead_of_growing(tmp_path):
+    frames = random_nfs_frames(NOW, 40)
+    s = DuckDBStore(tmp_path / "b.duckdb", clock=lambda: NOW, stage_flush_rows=10**9,
+                    stage_max_rows=sum(len(f.rows) for f in frames[:20]) - 1)
+    s.ingest(frames[:20], received_at=NOW + 41)
+    with pytest.raises(StoreUnavailable, match="not keeping up"):
+        s.ingest(frames[20:], received_at=NOW + 41)
+    s.flush()  # the store catches up: the refused frames are taken when sent again
+    assert s.ingest(frames[20:], received_at=NOW + 42).accepted == 20
+    assert stored(s) == pytest.approx(count_of(frames))
+    s.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="needs root to mount a small tmpfs")
+def test_a_full_log_disk_refuses_ingest_and_loses_nothing_acknowledged(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
+    try:
+        path = tmp_path / "f.duckdb"
+        os.symlink(small, str(path) + ".ingest")  # the log on the small disk, the tables elsewhere
+        s = DuckDBStore(path, clock=lambda: NOW)
+        frames = random_nfs_frames(NOW, 2000, seed=5)
+        acked, refused_at = [], None
+        for i, f in enumerate(frames):
+            try:
+                s.ingest([f], received_at=NOW + 2001)
+                acked.append(f)
+            except StoreUnavailable as e:
+                assert "ingest log write failed" in str(e) and "No space left" in str(e)
+                refused_at = i
+                break
+        assert refused_at is not None, "256 KiB of log never filled"
+        assert stored(s, NOW, NOW + 2000) == pytest.approx(count_of(acked))
+        s.flush()  # into the tables: the log's segments are deleted and space returns
+        rest = frames[refused_at:refused_at + 50]
+        assert s.ingest(rest, received_at=NOW + 2001).accepted == len(rest)
+        s.close()
+        s = DuckDBStore(path, clock=lambda: NOW)
+        try:
+            assert stored(s, NOW, NOW + 2000) == pytest.approx(count_of(acked) + count_of(rest))
+        finally:
+            s.close()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
