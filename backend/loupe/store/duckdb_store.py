@@ -672,12 +672,14 @@ class DuckDBStore(Store):
                 and stat.metric.value in MEASURES and all(d == "host" for d, _ in stat.where)
                 and not (window.tier == "second" and stat.by == fam.fold_dim))
 
-    def _totals_sql(self, stat: Statistic, window: Window, params: list, *, per_key: bool) -> str:
+    def _totals_sql(self, stat: Statistic, window: Window, params: list, *, per_key: bool, grain: int = 60) -> str:
         """Rows (ts, k, v) covering the window: per element of stat.by (per_key) or per host.
 
         Rolled-up minutes and hours come from ``f_k_m``/``f_k_h``; settled seconds' totals
         from ``f_k_s``; per element, the seconds come from ``f_k_m`` for whole rolled-up
-        minutes and from the seconds themselves at the edges; unsettled seconds from ``f_s_hot``.
+        minutes and from the seconds themselves at the edges; unsettled seconds from the hot
+        table and the stage. With `grain` 3600 (the caller sums whole hours together, e.g. to
+        rank), whole rolled-up hours come from ``f_k_h``: ranking a day reads 24 rows per element.
         """
         fam = stat.metric.family
         v = stat.metric.value
@@ -695,13 +697,26 @@ class DuckDBStore(Store):
         raw_key = stat.by if per_key else "''"
         k = "key" if per_key else "''"
         parts: list[str] = []
-        w_m = self._watermarks(fam)[1]
+        w_h, w_m = self._watermarks(fam)
+
+        def rolled(lo: int, hi: int) -> list[str]:
+            """[lo, hi) holds only rolled-up minutes: whole rolled-up hours from f_k_h where grain allows."""
+            spans = [("m", lo, hi)]
+            if grain >= 3600:
+                a, b = -(-lo // 3600) * 3600, min(hi - hi % 3600, w_h)
+                if a < b:
+                    spans = [("h", a, b), ("m", lo, a), ("m", b, hi)]
+            return [f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_{t} WHERE dim = '{dim}' AND ts >= {x} AND ts < {y}"
+                    f"{k_where}" for t, x, y in spans if x < y]
+
         # hot and stage: their measures need no widening
         raw = {f"{fam}_s": f"{fam}_s", f"{fam}_s_hotv": f"{fam}_s_hot", f"{fam}_stagev": f"{fam}_stage_raw"}
         for table, lo, hi in self._layers(fam, window.tier, window.start, window.end):
-            if table not in raw:  # a rolled-up tier
-                parts.append(f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_{table[-1]} "
+            if table == f"{fam}_h":
+                parts.append(f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_h "
                              f"WHERE dim = '{dim}' AND ts >= {lo} AND ts < {hi}{k_where}")
+            elif table == f"{fam}_m":
+                parts += rolled(lo, hi)
             elif not per_key and table == f"{fam}_s":
                 parts.append(f"SELECT ts, '' AS k, {v} AS v FROM {fam}_k_s WHERE ts >= {lo} AND ts < {hi}{k_where}")
             else:
@@ -711,8 +726,7 @@ class DuckDBStore(Store):
                     if a < b:
                         spans = [(lo, a), (b, hi)]
                         if table == f"{fam}_s":
-                            parts.append(f"SELECT ts, key AS k, {v} AS v FROM {fam}_k_m "
-                                         f"WHERE dim = '{dim}' AND ts >= {a} AND ts < {b}{k_where}")
+                            parts += rolled(a, b)
                 parts += [f"SELECT ts, {raw_key} AS k, {v} AS v FROM {raw[table]} "
                           f"WHERE ts >= {x} AND ts < {y}{raw_where}" for x, y in spans if x < y]
         return " UNION ALL ".join(parts) or f"SELECT 0::BIGINT AS ts, '' AS k, 0::BIGINT AS v WHERE false"
@@ -729,15 +743,17 @@ class DuckDBStore(Store):
         series: dict[str, np.ndarray] = {}
         ranked: list[tuple[str, float]] = []
         fast = self._totals_apply(stat, window)
+        # the coarsest rolled-up period that falls inside one point of the window
+        grain = 3600 if window.step % 3600 == 0 and window.start % 3600 == 0 else 60
         cur = self._qcur(stat.metric.family)  # one stage snapshot for both passes
         if fast:
             # Pass 1 from the totals tables: every element's sum over the range, and the total per point.
             params = []
-            src = self._totals_sql(stat, window, params, per_key=True)
+            src = self._totals_sql(stat, window, params, per_key=True, grain=3600)  # sums over the whole range
             ranked = [(k, v) for k, v in cur.execute(
                 f"SELECT k, sum(v)::DOUBLE FROM ({src}) GROUP BY k", params).fetchall() if v]
             params = []
-            src = self._totals_sql(stat, window, params, per_key=False)
+            src = self._totals_sql(stat, window, params, per_key=False, grain=grain)
             for i, v in cur.execute(f"SELECT {bucket} AS i, sum(v)::DOUBLE FROM ({src}) GROUP BY i",
                                           params).fetchall():
                 if 0 <= i < n and v:
@@ -763,7 +779,8 @@ class DuckDBStore(Store):
             only_top = replace(stat, where=stat.where + ((stat.by, tuple(top_keys)),))
             params = []
             if fast and window.step % 60 == 0 and window.start % 60 == 0:  # points are whole minutes
-                src = f"SELECT {bucket} AS i, k, v FROM ({self._totals_sql(only_top, window, params, per_key=True)})"
+                top_sql = self._totals_sql(only_top, window, params, per_key=True, grain=grain)
+                src = f"SELECT {bucket} AS i, k, v FROM ({top_sql})"
             else:
                 src = self._source_sql(only_top, window, f"{bucket} AS i, {key} AS k, {value} AS v", params)
             for i, k, v in cur.execute(f"SELECT i, k, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL",
