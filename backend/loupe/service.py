@@ -43,7 +43,8 @@ class Loupe:
         self.token = ingest_token(settings)
         self.hub = LiveHub()
         self.control = SourceControl(settings.data_dir / "sources.json")
-        self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control)
+        self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
+                                   backlog=self.store.backlog)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.agent_stops: list[threading.Event] = []

@@ -29,7 +29,7 @@ HEADLINE_ROWS = {"net": ("client", False), "cpu": ("application", False)}
 
 
 class Telemetry(Collector):
-    def __init__(self, store_size=lambda: 0, subscribers=lambda: 0, control=None) -> None:
+    def __init__(self, store_size=lambda: 0, subscribers=lambda: 0, control=None, backlog=dict) -> None:
         self._lock = threading.Lock()
         self.frames = defaultdict(int)  # result -> n
         self.rows = 0
@@ -41,6 +41,7 @@ class Telemetry(Collector):
         self.live_dropped = 0
         self.headline: dict[str, dict[tuple, float]] = defaultdict(lambda: defaultdict(float))
         self.store_size = store_size
+        self.backlog = backlog  # Store.backlog: acknowledged rows not yet in the tables, and why
         self.subscribers = subscribers
         self.control = control  # SourceControl: agents' and probes' own cost
         self.started = time.time()
@@ -104,6 +105,11 @@ class Telemetry(Collector):
             yield CounterMetricFamily("loupe_live_dropped_seconds", "Live pushes skipped for slow subscribers",
                                       value=self.live_dropped)
         yield GaugeMetricFamily("loupe_store_bytes", "Size of the store on disk", value=self.store_size())
+        b = self.backlog()
+        yield GaugeMetricFamily("loupe_store_unflushed_rows", "Acknowledged rows in the ingest log, not yet in the tables",
+                                value=b.get("rows", 0))
+        yield GaugeMetricFamily("loupe_store_flush_failing", "1 while writing the ingest log's rows to the tables fails",
+                                value=1 if b.get("error") else 0)
         yield GaugeMetricFamily("loupe_live_subscribers", "Open live WebSocket connections", value=self.subscribers())
         if self.control is not None:
             yield from self._self_cost()

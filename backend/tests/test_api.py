@@ -1,5 +1,6 @@
 """Every API route against a real app and a real DuckDB file, error cases included."""
 
+import re
 import time
 
 import pytest
@@ -180,6 +181,9 @@ def test_sources_status_and_prometheus(client):
     assert 'loupe_nfs_ops_total{host="nas1",op="read",proto="v3"} 3150.0' in text
     assert 'loupe_ingest_frames_total{result="accepted"} 30.0' in text
     assert "loupe_store_bytes" in text and "file=" not in text and "client=" not in text
+    assert "loupe_store_flush_failing 0.0" in text
+    unflushed = float(re.search(r"^loupe_store_unflushed_rows (\S+)$", text, re.M).group(1))
+    assert 0 <= unflushed <= 30 * 5  # at most what seed() sent, until the flush thread writes it
     assert client.get("/healthz").json() == {"ok": True}
 
 

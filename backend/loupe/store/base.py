@@ -97,6 +97,10 @@ class Store(abc.ABC):
     def second(self, stat: Statistic, ts: int, keys: list[str]) -> tuple[float, dict[str, float], float]:
         """One second: (total, values of `keys`, other). For live pushes."""
 
+    def backlog(self) -> dict:
+        """Acknowledged writes not yet in the tables: {"rows": n, "error": why the last flush failed, or None}."""
+        return {"rows": 0, "error": None}
+
     def flush(self) -> int:
         """Move acknowledged writes that wait in memory into the tables; returns rows moved.
         Engines that write through at ingest have nothing to do."""

@@ -447,6 +447,9 @@ class DuckDBStore(Store):
                    tables={family: table}, seconds={family: secs})
         self._submit(job)
 
+    def backlog(self) -> dict:
+        return {"rows": self._staged_rows, "error": self.flush_error}
+
     def flush(self) -> int:
         """Move the stage into ``f_s_hot`` in one transaction; returns the rows moved.
 
