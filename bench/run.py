@@ -139,32 +139,41 @@ def bench_ingest(tmp: Path) -> dict:
         out[f"peer_txn_{size}"] = dict(rows=size, median_ms=pmed * 1e3, p99_ms=pct(ptimes, 99) * 1e3,
                                        rows_per_cpu_s=rows / cpu, rows_per_wall_s=rows / wall)
         out[f"ratio_cpu_{size}"] = out[f"arrow_{size}"]["rows_per_cpu_s"] / out[f"peer_txn_{size}"]["rows_per_cpu_s"]
-    # the full path from validated frames (what POST /api/v1/ingest runs after parsing)
-    from loupe.frame import Frame
+    # The request path after HTTP: JSON body -> validated frames -> store (fold, Arrow, log, stage),
+    # for version-1 frames (rows) and version-2 frames (columns, what loupe agent sends).
+    from loupe.frame import Frame, IngestRequest, rows_to_columns
+
+    def rows_of(i):
+        b = nfs_batch(rng, 1000, t0 + i).to_pylist()
+        return [dict(dims={d: r[d] for d in ("client", "proto", "op", "share", "file")}, count=r["count"],
+                     bytes=r["bytes"], lat_sum=r["lat_sum"],
+                     hist={"latency": {"14": r["count"]}, "size": {"13": r["count"]}}) for r in b]
 
     def frame(src, i):
-        b = nfs_batch(rng, 1000, t0 + i).to_pylist()
-        return Frame(source=src, seq=i, ts=t0 + i, family="nfs", host="nas1", rows=[
-            dict(dims={d: r[d] for d in ("client", "proto", "op", "share", "file")}, count=r["count"],
-                 bytes=r["bytes"], lat_sum=r["lat_sum"], hist={"latency": {"14": r["count"]}, "size": {"13": r["count"]}})
-            for r in b])
+        return Frame(source=src, seq=i, ts=t0 + i, family="nfs", host="nas1", rows=rows_of(i))
 
-    store = DuckDBStore(fresh(tmp / "frames.duckdb"))
-    flusher = Flusher(store)
-    frames = [frame("b", i) for i in range(60)]
-    times = []
-    cpu0 = time.process_time()
-    for i, fr in enumerate(frames):
-        s = time.perf_counter()
-        store.ingest([fr], received_at=t0 + i + 1)
-        times.append(time.perf_counter() - s)
-    flusher.close()
-    store.flush()
-    cpu = time.process_time() - cpu0
-    store.close()
-    med = statistics.median(times)
-    out["frames_1000"] = dict(rows=1000, median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3,
-                              rows_per_cpu_s=1000 * len(frames) / cpu)
+    for v in (1, 2):
+        bodies = []
+        for i in range(60):
+            fr = dict(v=v, source="b", seq=i, ts=t0 + i, family="nfs", host="nas1")
+            rows = rows_of(i)
+            fr.update(rows=rows) if v == 1 else fr.update(columns=rows_to_columns(rows))
+            bodies.append(json.dumps({"frames": [fr]}, separators=(",", ":")))
+        store = DuckDBStore(fresh(tmp / f"frames{v}.duckdb"))
+        flusher = Flusher(store)
+        times = []
+        cpu0 = time.process_time()
+        for i, body in enumerate(bodies):
+            s = time.perf_counter()
+            store.ingest(IngestRequest.model_validate_json(body).frames, received_at=t0 + i + 1)
+            times.append(time.perf_counter() - s)
+        flusher.close()
+        store.flush()
+        cpu = time.process_time() - cpu0
+        store.close()
+        out[f"json_frames_v{v}_1000"] = dict(rows=1000, body_bytes=statistics.median(map(len, bodies)),
+                                             median_ms=statistics.median(times) * 1e3, p99_ms=pct(times, 99) * 1e3,
+                                             rows_per_cpu_s=1000 * len(bodies) / cpu)
     # 20 agents sending 1k-row frames at once: group commit shares one log write and fsync among them
     import threading
 

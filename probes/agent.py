@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from loupe.frame import rows_to_columns
 
 from . import registry
 from .source import Source
@@ -262,8 +263,9 @@ class Agent:
 
     def _enqueue(self, sid: str, ts: int, family: str, host: str, rows: list[dict]) -> None:
         seq = self._next_seq(sid)
-        body = json.dumps({"v": 1, "source": sid, "seq": seq, "ts": ts, "family": family, "host": host,
-                           "rows": rows}, separators=(",", ":"))
+        # Version 2 (columns): a fraction of the bytes and of the server's parsing of version 1's rows.
+        body = json.dumps({"v": 2, "source": sid, "seq": seq, "ts": ts, "family": family, "host": host,
+                           "columns": rows_to_columns(rows)}, separators=(",", ":"))
         self._queue.append(_Queued(sid, host, seq, ts, body))
         self._queue_bytes += len(body)
         while self._queue_bytes > self.max_queue_bytes and len(self._queue) > 1:

@@ -21,6 +21,18 @@ One frame covers one second of one metric family from one source::
 * ``count``: events (for ``cpu``: CPU microseconds). ``bytes``: payload bytes.
   ``lat_sum``: sum of latencies in ns. ``hist``: per histogram dimension, log2
   bucket exponent -> events, within the declared bounds at ``GET /api/v1/metrics``.
+
+Version 2 carries the same rows as columns, which costs a fraction to encode,
+parse and validate (what ``loupe agent`` sends)::
+
+    {"v": 2, "source": ..., "seq": ..., "ts": ..., "family": "nfs", "host": "nas1",
+     "columns": {"n": 2,
+                 "dims": {"client": ["10.0.0.7", "10.0.0.8"], "op": ["read", "read"]},
+                 "count": [120, 4], "bytes": [983040, 32768], "lat_sum": [1234567, 9000],
+                 "hist": {"latency": {"row": [0, 0, 1], "bucket": [14, 21, 14], "n": [100, 20, 4]}}}}
+
+Every list in ``dims`` and ``count``/``bytes``/``lat_sum`` (each optional: zeros) has
+``n`` entries; a histogram is sparse, one entry per non-empty (row, bucket).
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .catalog import FAMILIES, HISTOGRAMS
 
-FRAME_VERSION = 1
+FRAME_VERSION = 1  # versions read: 1 (rows) and 2 (columns)
 MAX_ROWS_PER_FRAME = 200_000
 MAX_DIM_LEN = 1024
 
@@ -48,23 +60,51 @@ class Row(BaseModel):
     hist: dict[str, dict[str, NonNeg]] = Field(default_factory=dict)
 
 
+class SparseHist(BaseModel):
+    """One histogram of a columnar frame: entry i adds n[i] events to bucket[i] of row row[i]."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    row: list[Annotated[int, Field(ge=0)]]
+    bucket: list[int]
+    n: list[NonNeg]
+
+
+class Columns(BaseModel):
+    """The rows of a version-2 frame, one list per field (see the module docs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(ge=0, le=MAX_ROWS_PER_FRAME, description="Number of rows")
+    dims: dict[str, list[str]] = Field(default_factory=dict)
+    count: list[NonNeg] | None = None
+    bytes: list[NonNeg] | None = None
+    lat_sum: list[NonNeg] | None = None
+    hist: dict[str, SparseHist] = Field(default_factory=dict)
+
+
 class Frame(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    v: int = Field(FRAME_VERSION, description="Frame format version; this backend reads version 1.")
+    v: int = Field(FRAME_VERSION, description="Frame format version: 1 (rows) or 2 (columns).")
     source: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:@/-]+$")
     seq: int = Field(ge=0, le=2**63 - 1)
     ts: int = Field(ge=0, le=2**40, description="Unix second covered by this frame.")
     family: str
     host: str = Field(min_length=1, max_length=255)
-    rows: list[Row] = Field(max_length=MAX_ROWS_PER_FRAME)
+    rows: list[Row] = Field(default_factory=list, max_length=MAX_ROWS_PER_FRAME)
+    columns: Columns | None = Field(None, description="Version 2: the rows as columns (then `rows` is empty).")
 
     @field_validator("v")
     @classmethod
     def _version(cls, v: int) -> int:
-        if v != FRAME_VERSION:
-            raise ValueError(f"unsupported frame version {v}; this backend reads version {FRAME_VERSION}")
+        if v not in (1, 2):
+            raise ValueError(f"unsupported frame version {v}; this backend reads versions 1 and 2")
         return v
+
+    @property
+    def n_rows(self) -> int:
+        return self.columns.n if self.columns is not None else len(self.rows)
 
     @field_validator("family")
     @classmethod
@@ -78,6 +118,13 @@ class Frame(BaseModel):
         fam = FAMILIES[self.family]
         dims = set(fam.dims) - {"host"}
         hists = {h.name for h in fam.hists}
+        if self.v == 2:
+            if self.columns is None or self.rows:
+                raise ValueError("a version 2 frame carries its rows in 'columns' (and no 'rows')")
+            _check_columns(self.columns, self.family, dims, hists)
+            return self
+        if self.columns is not None:
+            raise ValueError("'columns' needs frame version 2 (v: 2)")
         for i, row in enumerate(self.rows):
             for k, val in row.dims.items():
                 if k not in dims:
@@ -104,6 +151,69 @@ class Frame(BaseModel):
                             f"rows[{i}].hist.{h}: bucket {e} outside declared bounds {spec.lo}..{spec.hi}"
                         )
         return self
+
+
+def _check_columns(c: Columns, family: str, dims: set[str], hists: set[str]) -> None:
+    """Lengths, names and bounds of a columnar frame; each message names the field."""
+    import numpy as np
+
+    for k, vals in c.dims.items():
+        if k not in dims:
+            raise ValueError(f"columns.dims: unknown dimension {k!r} for family {family}; valid: {', '.join(sorted(dims))}")
+        if len(vals) != c.n:
+            raise ValueError(f"columns.dims.{k}: {len(vals)} values for n = {c.n} rows")
+        if vals and max(map(len, vals)) > MAX_DIM_LEN:
+            i = next(i for i, v in enumerate(vals) if len(v) > MAX_DIM_LEN)
+            raise ValueError(f"columns.dims.{k}[{i}]: value longer than {MAX_DIM_LEN} characters")
+    for m in ("count", "bytes", "lat_sum"):
+        vals = getattr(c, m)
+        if vals is not None and len(vals) != c.n:
+            raise ValueError(f"columns.{m}: {len(vals)} values for n = {c.n} rows")
+    for h, sh in c.hist.items():
+        if h not in hists:
+            raise ValueError(f"columns.hist: {h!r} is not a histogram of family {family}; "
+                             f"valid: {', '.join(sorted(hists)) or '(none)'}")
+        if not len(sh.row) == len(sh.bucket) == len(sh.n):
+            raise ValueError(f"columns.hist.{h}: row, bucket and n differ in length "
+                             f"({len(sh.row)}, {len(sh.bucket)}, {len(sh.n)})")
+        if sh.row and max(sh.row) >= c.n:
+            raise ValueError(f"columns.hist.{h}.row: row {max(sh.row)} does not exist (n = {c.n})")
+        if sh.bucket:
+            spec = HISTOGRAMS[h]
+            b = np.asarray(sh.bucket)
+            bad = (b < spec.lo) | (b > spec.hi)
+            if bad.any():
+                raise ValueError(f"columns.hist.{h}.bucket: bucket {int(b[bad][0])} outside declared bounds "
+                                 f"{spec.lo}..{spec.hi}")
+
+
+def rows_to_columns(rows: list[dict]) -> dict:
+    """Version-1 rows (dicts) -> the ``columns`` of a version-2 frame. What an agent sends."""
+    n = len(rows)
+    names: dict[str, None] = {}
+    for r in rows:
+        for k in r.get("dims", ()):
+            names[k] = None
+    dims = {k: [r["dims"].get(k, "") if "dims" in r else "" for r in rows] for k in names}
+    out: dict = {"n": n, "dims": dims}
+    for m in ("count", "bytes", "lat_sum"):
+        vals = [r.get(m, 0) for r in rows]
+        if any(vals):
+            out[m] = vals
+    hist: dict[str, dict[str, list]] = {}
+    for i, r in enumerate(rows):
+        for h, buckets in (r.get("hist") or {}).items():
+            acc = hist.get(h)
+            if acc is None:
+                acc = hist[h] = {"row": [], "bucket": [], "n": []}
+            for b, c in buckets.items():
+                if c:
+                    acc["row"].append(i)
+                    acc["bucket"].append(int(b))
+                    acc["n"].append(c)
+    if hist:
+        out["hist"] = hist
+    return out
 
 
 class SourceStatus(BaseModel):

@@ -182,7 +182,7 @@ def test_backfill_sends_history_oldest_first_in_batches(backend: Backend) -> Non
     assert ts == list(range(ts[0], ts[0] + len(ts)))  # oldest first, no gap, no repeat
     assert t0 - 121 <= ts[0] <= t0 - 119
     assert len(backend.requests) >= 5  # in batches, not one giant request
-    assert all(len(json.dumps(r["body"])) < 300 << 10 for r in backend.requests)
+    assert all(len(json.dumps(r["body"], separators=(",", ":"))) < 300 << 10 for r in backend.requests)
     assert messages[0].startswith("backfill: 120 s") and any("120/120" in m for m in messages)
     _assert_seq_strictly_increasing(backend.frames)
 

@@ -361,7 +361,7 @@ class DuckDBStore(Store):
             by_fam[fr.family].append(fr)
         job = _Job(seqs={fr.source: fr.seq for fr in fresh}, hosts={fr.host for fr in fresh}, seen=received_at)
         for name, frs in by_fam.items():
-            table, folded = self._to_arrow(FAMILIES[name], frs)
+            table, folded = self._frames_to_arrow(FAMILIES[name], frs)
             job.tables[name] = table
             out.folded_rows += folded
             out.rows += table.num_rows
@@ -526,6 +526,101 @@ class DuckDBStore(Store):
         if len(weight) <= self.top_files:
             return None
         return set(heapq.nsmallest(self.top_files, weight, key=lambda k: (-weight[k], k)))
+
+    def _frames_to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
+        """Rows of version-1 frames go through :meth:`_to_arrow`, columns of version-2 frames through
+        :meth:`_columns_to_arrow`; one table for the hot table's layout, and the rows folded."""
+        v1 = [f for f in frames if f.columns is None]
+        parts = [self._to_arrow(fam, v1)] if v1 else []
+        parts += [self._columns_to_arrow(fam, f) for f in frames if f.columns is not None]
+        if len(parts) == 1:
+            return parts[0]
+        schema = pa.schema(list(self._stage_schema(fam))[:-1])
+        return pa.concat_tables([t.cast(schema) for t, _ in parts]), sum(n for _, n in parts)
+
+    def _columns_to_arrow(self, fam: Family, fr: Frame) -> tuple[pa.Table, int]:
+        """A version-2 frame -> the hot table's narrow layout, without a Python loop over rows.
+
+        Histograms arrive sparse (row, bucket, n): mapped to column ordinals, sorted by row,
+        duplicates summed, and cut into per-row lists by offsets. Files beyond the top K of
+        the second fold into FILE_OTHER exactly as :meth:`_to_arrow` folds them."""
+        c = fr.columns
+        n = c.n
+        other_dims = [d for d in fam.dims if d != "host"]
+        cols: dict[str, pa.Array] = {"ts": pa.array(np.full(n, fr.ts, dtype=np.int64)),
+                                     "host": pa.array([fr.host] * n, pa.string())}
+        for d in other_dims:
+            cols[d] = pa.array(c.dims[d] if d in c.dims else [""] * n, pa.string())
+        for m in MEASURES:
+            vals = getattr(c, m)
+            cols[m] = pa.array(np.zeros(n, dtype=np.int64) if vals is None else vals, pa.int64())
+        rows, ords, counts = [], [], []
+        for h, sh in c.hist.items():
+            spec = HISTOGRAMS[h]
+            lookup = np.array([_ordinals(fam)[h][e] for e in range(spec.lo, spec.hi + 1)], dtype=np.int64)
+            rows.append(np.asarray(sh.row, dtype=np.int64))
+            ords.append(lookup[np.asarray(sh.bucket, dtype=np.int64) - spec.lo])
+            counts.append(np.asarray(sh.n, dtype=np.int64))
+        r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        o = np.concatenate(ords) if ords else np.zeros(0, np.int64)
+        v = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+        nz = v != 0
+        r, o, v = r[nz], o[nz], v[nz]
+        order = np.lexsort((o, r))
+        r, o, v = r[order], o[order], v[order]
+        if len(r) > 1:  # the same (row, bucket) twice: one entry, summed
+            first = np.ones(len(r), dtype=bool)
+            first[1:] = (r[1:] != r[:-1]) | (o[1:] != o[:-1])
+            at = np.flatnonzero(first)
+            v = np.add.reduceat(v, at)
+            r, o = r[at], o[at]
+        off = pa.array(np.searchsorted(r, np.arange(n + 1)).astype(np.int32))
+        cols["hk"] = pa.ListArray.from_arrays(off, pa.array(o.astype(np.uint16)))
+        cols["hv"] = pa.ListArray.from_arrays(off, pa.array(v))
+        table = pa.table(cols)
+        fd = fam.fold_dim
+        if not fd or n <= self.top_files:
+            return table, 0
+        weight = np.where(cols["count"].to_numpy() > 0, cols["count"].to_numpy(), 1)
+        per_file = pa.table({"f": cols[fd], "w": weight}).group_by("f").aggregate([("w", "sum")])
+        if per_file.num_rows <= self.top_files:
+            return table, 0
+        names, w = per_file.column("f").to_pylist(), per_file.column("w_sum").to_numpy()
+        top = sorted(range(len(names)), key=lambda i: (-w[i], names[i]))[: self.top_files]
+        keep = pc.is_in(cols[fd], value_set=pa.array([names[i] for i in top], pa.string()))
+        return pa.concat_tables([table.filter(keep), self._fold(fam, table.filter(pc.invert(keep)))]), \
+            n - pc.sum(keep).as_py()
+
+    @staticmethod
+    def _fold(fam: Family, t: pa.Table) -> pa.Table:
+        """Rows of files beyond the top K, as one row per combination of the other dimensions
+        with file FILE_OTHER: measures and histogram buckets summed."""
+        fd = fam.fold_dim
+        keys = [d for d in fam.dims if d != fd]
+        t = t.set_column(t.schema.get_field_index(fd), fd, pa.array([FILE_OTHER] * t.num_rows, pa.string()))
+        keys.append(fd)
+        sums = t.group_by(keys).aggregate([(m, "sum") for m in MEASURES])
+        parent = pc.list_parent_indices(t.column("hk"))
+        flat = t.select(keys).take(parent)
+        flat = flat.append_column("hk", pc.list_flatten(t.column("hk"))).append_column("hv", pc.list_flatten(t.column("hv")))
+        per_bucket = flat.group_by(keys + ["hk"]).aggregate([("hv", "sum")]).sort_by([("hk", "ascending")])
+        hist: dict[tuple, tuple[list, list]] = {}  # one entry per folded group: a handful, not a row each
+        pb = per_bucket.to_pydict()
+        for i, key in enumerate(zip(*(pb[k] for k in keys))):
+            acc = hist.setdefault(key, ([], []))
+            acc[0].append(pb["hk"][i])
+            acc[1].append(pb["hv_sum"][i])
+        sd = sums.to_pydict()
+        n = sums.num_rows
+        found = [hist.get(key, ([], [])) for key in zip(*(sd[k] for k in keys))]
+        cols = {"ts": pa.array(np.full(n, t.column("ts")[0].as_py(), dtype=np.int64))}
+        for d in fam.dims:
+            cols[d] = sums.column(d)
+        for m in MEASURES:
+            cols[m] = sums.column(f"{m}_sum").cast(pa.int64())
+        cols["hk"] = pa.array([k for k, _ in found], pa.list_(pa.uint16()))
+        cols["hv"] = pa.array([v for _, v in found], pa.list_(pa.int64()))
+        return pa.table(cols)
 
     def _to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
         """Frames -> one narrow Arrow table for ``f_s_hot`` (histograms as ordinal/count lists).

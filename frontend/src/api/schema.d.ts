@@ -374,14 +374,41 @@ export interface components {
              */
             lo: number;
         };
+        /**
+         * Columns
+         * @description The rows of a version-2 frame, one list per field (see the module docs).
+         */
+        Columns: {
+            /** Bytes */
+            bytes?: number[] | null;
+            /** Count */
+            count?: number[] | null;
+            /** Dims */
+            dims?: {
+                [key: string]: string[];
+            };
+            /** Hist */
+            hist?: {
+                [key: string]: components["schemas"]["SparseHist"];
+            };
+            /** Lat Sum */
+            lat_sum?: number[] | null;
+            /**
+             * N
+             * @description Number of rows
+             */
+            n: number;
+        };
         /** Frame */
         Frame: {
+            /** @description Version 2: the rows as columns (then `rows` is empty). */
+            columns?: components["schemas"]["Columns"] | null;
             /** Family */
             family: string;
             /** Host */
             host: string;
             /** Rows */
-            rows: components["schemas"]["Row"][];
+            rows?: components["schemas"]["Row"][];
             /** Seq */
             seq: number;
             /** Source */
@@ -393,7 +420,7 @@ export interface components {
             ts: number;
             /**
              * V
-             * @description Frame format version; this backend reads version 1.
+             * @description Frame format version: 1 (rows) or 2 (columns).
              * @default 1
              */
             v: number;
@@ -771,6 +798,18 @@ export interface components {
              * @default false
              */
             suspendable: boolean;
+        };
+        /**
+         * SparseHist
+         * @description One histogram of a columnar frame: entry i adds n[i] events to bucket[i] of row row[i].
+         */
+        SparseHist: {
+            /** Bucket */
+            bucket: number[];
+            /** N */
+            n: number[];
+            /** Row */
+            row: number[];
         };
         /** StatisticPublic */
         StatisticPublic: {

@@ -1,0 +1,91 @@
+"""Version-2 (columnar) frames store exactly what the same rows as version 1 store."""
+
+import pytest
+from factories import NOW, random_nfs_frames
+
+from loupe.catalog import FAMILIES, FILE_OTHER
+from loupe.frame import Frame, rows_to_columns
+from loupe.store.duckdb_store import DuckDBStore
+
+NFS = FAMILIES["nfs"]
+
+
+def as_v2(fr: Frame) -> Frame:
+    rows = [r.model_dump() for r in fr.rows]
+    return Frame(v=2, source=fr.source, seq=fr.seq, ts=fr.ts, family=fr.family, host=fr.host,
+                 columns=rows_to_columns(rows))
+
+
+def canonical(table) -> list[tuple]:
+    """Rows of a hot-layout table as comparable tuples, histograms as sorted (ordinal, count) pairs."""
+    d = table.to_pylist()
+    return sorted((r["ts"], r["host"], r["client"], r["proto"], r["op"], r["share"], r["file"], r["count"],
+                   r["bytes"], r["lat_sum"], tuple(sorted(zip(r["hk"], r["hv"])))) for r in d)
+
+
+@pytest.mark.parametrize("top_files", [500, 3])  # 3: most files fold into FILE_OTHER
+def test_columns_convert_to_the_same_rows_as_rows(tmp_path, top_files):
+    s = DuckDBStore(tmp_path / "v.duckdb", top_files=top_files)
+    folded_total, files = 0, set()
+    try:
+        for fr in random_nfs_frames(NOW, 40, files=12, clients=4):
+            want, folded = s._to_arrow(NFS, [fr])
+            got, folded2 = s._columns_to_arrow(NFS, as_v2(fr))
+            assert canonical(got) == canonical(want)
+            assert folded2 == folded
+            folded_total += folded
+            files |= set(got.column("file").to_pylist())
+        assert (folded_total > 0 and FILE_OTHER in files) == (top_files == 3)
+    finally:
+        s.close()
+
+
+def test_duplicate_buckets_sum_and_missing_columns_are_zero(tmp_path):
+    s = DuckDBStore(tmp_path / "d.duckdb")
+    fr = Frame(v=2, source="a", seq=1, ts=NOW, family="nfs", host="h", columns={
+        "n": 2, "dims": {"client": ["c1", "c2"]}, "count": [3, 4],
+        "hist": {"latency": {"row": [1, 0, 1, 1], "bucket": [20, 14, 20, 12], "n": [1, 3, 2, 0]}}})
+    t, _ = s._columns_to_arrow(NFS, fr)
+    rows = t.to_pylist()
+    assert [r["bytes"] for r in rows] == [0, 0] and [r["op"] for r in rows] == ["", ""]
+    lat = {e: i for e, i in zip(range(10, 36), range(26))}
+    assert list(zip(rows[0]["hk"], rows[0]["hv"])) == [(lat[14], 3)]
+    assert list(zip(rows[1]["hk"], rows[1]["hv"])) == [(lat[20], 3)]  # 1 + 2, the zero entry dropped
+    s.close()
+
+
+def test_mixed_versions_in_one_request_are_stored_once_each(tmp_path):
+    s = DuckDBStore(tmp_path / "m.duckdb")
+    frames = random_nfs_frames(NOW, 20)
+    mixed = [as_v2(f) if i % 2 else f for i, f in enumerate(frames)]
+    out = s.ingest(mixed, received_at=NOW + 21)
+    assert out.accepted == 20 and out.rows == sum(len(f.rows) for f in frames)
+    s.flush()
+    got = s._cur.execute("SELECT sum(count), sum(bytes) FROM nfs_s_hot").fetchall()[0]
+    assert got == (sum(r.count for f in frames for r in f.rows), sum(r.bytes for f in frames for r in f.rows))
+    s.close()
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"n": 2, "dims": {"client": ["a"]}}, "columns.dims.client: 1 values for n = 2 rows"),
+    ({"n": 1, "count": [1, 2]}, "columns.count: 2 values for n = 1 rows"),
+    ({"n": 1, "dims": {"colour": ["x"]}}, "unknown dimension 'colour'"),
+    ({"n": 1, "hist": {"latency": {"row": [0], "bucket": [99], "n": [1]}}}, "bucket 99 outside declared bounds 10..35"),
+    ({"n": 1, "hist": {"latency": {"row": [4], "bucket": [20], "n": [1]}}}, "row 4 does not exist"),
+    ({"n": 1, "hist": {"latency": {"row": [0], "bucket": [20, 21], "n": [1]}}}, "differ in length"),
+    ({"n": 1, "hist": {"colour": {"row": [0], "bucket": [20], "n": [1]}}}, "not a histogram of family nfs"),
+    ({"n": 1, "dims": {"client": ["x" * 2000]}}, "value longer than 1024"),
+    ({"n": 1, "count": [-1]}, "greater than or equal to 0"),
+])
+def test_bad_columns_get_an_error_naming_the_field(columns, message):
+    with pytest.raises(ValueError, match=message):
+        Frame(v=2, source="a", seq=1, ts=NOW, family="nfs", host="h", columns=columns)
+
+
+def test_versions_and_their_row_fields_must_match():
+    with pytest.raises(ValueError, match="carries its rows in 'columns'"):
+        Frame(v=2, source="a", seq=1, ts=NOW, family="nfs", host="h", rows=[{"count": 1}])
+    with pytest.raises(ValueError, match="'columns' needs frame version 2"):
+        Frame(v=1, source="a", seq=1, ts=NOW, family="nfs", host="h", columns={"n": 0})
+    with pytest.raises(ValueError, match="reads versions 1 and 2"):
+        Frame(v=3, source="a", seq=1, ts=NOW, family="nfs", host="h", rows=[])
