@@ -291,20 +291,24 @@ FROM (
 
 
 def _nas_hist_sql() -> str:
-    """Latency buckets 14 (hits) and 21 (disk); size 20 (1 MiB) or 13 (8 KiB); offset by position in the file."""
-    stream_off = "20 + (ts % 600) // 60"  # a streaming client walks through its file
+    """Latency buckets 14 (hits) and 21 (disk); size 20 (1 MiB) or 13 (8 KiB); offset: a streaming
+    client's log2 position in the file it has read for (ts % 600) s at cnt MiB/s, a random reader's
+    8 KiB reads spread over a 64 GiB file (half in the top bucket, a quarter below, the rest lower)."""
+    stream_off = "20 + floor(log2(greatest(1, (ts % 600) * cnt)))::INT"
     want = {
         "l14": "fast", "l21": "slow",
         "s20": "CASE WHEN io = 1048576 THEN cnt ELSE 0 END", "s13": "CASE WHEN io = 8192 THEN cnt ELSE 0 END",
     }
+    random_off = {35: "cnt - cnt // 2", 34: "cnt // 4", 33: "cnt // 2 - cnt // 4"}
     cols = []
     for c in _hist_cols(NFS):
         if c in want:
             cols.append(f"{want[c]} AS {c}")
         elif c.startswith("o"):
             e = int(c[1:])
-            cols.append(f"CASE WHEN w IN (0, 1, 2) AND {stream_off} = {e} THEN cnt "
-                        f"WHEN w IN (3, 4, 5) AND {e} = 30 THEN cnt ELSE 0 END AS {c}")
+            rnd = f" WHEN w IN (3, 4, 5) THEN {random_off[e]}" if e in random_off else ""
+            cols.append(f"CASE WHEN w IN (0, 1, 2) THEN (CASE WHEN {stream_off} = {e} THEN cnt ELSE 0 END){rnd} "
+                        f"ELSE 0 END AS {c}")
         else:
             cols.append(f"0 AS {c}")
     return ", ".join(cols)
@@ -313,9 +317,10 @@ def _nas_hist_sql() -> str:
 def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int, data: str = "nas") -> dict:
     """Write `hours` of per-second nfs rows for `clients` clients (one row per client-second on average).
 
-    Each hour is generated into a staging table, then appended to the seconds tier
-    (sorted as compaction sorts it, or in arrival order for the peer) and rolled up
-    into the minute tier; the hour tier is rolled from the minutes at the end.
+    Each hour is generated into a staging table, folded as ingest folds a second (files beyond
+    the top K of a host and second become FILE_OTHER), then appended to the seconds tier (sorted
+    as compaction sorts it, or in arrival order for the peer) and rolled up into the minute tier
+    with the store's own rollup SQL; the hour tier is rolled from the minutes at the end.
     """
     store = DuckDBStore(path)
     cur = store._cur
@@ -323,34 +328,32 @@ def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int, data
     total = per_sec * 3600 * hours
     started = time.time()
     chunk = per_sec * 3600
-    measures = ["count", "bytes", "lat_sum"] + _hist_cols(NFS)
-    sums = ", ".join(f"sum({c})::BIGINT AS {c}" for c in measures)
-    dims = ", ".join(NFS.dims)
-    order = "ORDER BY host, client, file, ts" if sorted_ else "ORDER BY ts"
+    order = "" if sorted_ else "ORDER BY ts"  # rollup_sql orders by the sort key
     for lo in range(0, total, chunk):
         cur.execute("CREATE OR REPLACE TEMP TABLE stage AS SELECT * FROM nfs_s LIMIT 0")
         gen, hist = (GEN_NAS_SQL, _nas_hist_sql()) if data == "nas" else (GEN_SQL, _hist_sql())
         cur.execute(gen.format(table="stage", hist=hist, t0=t0, per_sec=per_sec, clients=clients,
                                lo=lo, hi=min(total, lo + chunk), order=""))
-        cur.execute(f"INSERT INTO nfs_s SELECT * FROM stage {order}")
+        cur.execute(f"CREATE OR REPLACE TEMP TABLE folded AS {store.rollup_sql(NFS, 'SELECT * FROM stage', 1)}")
+        cur.execute(f"INSERT INTO nfs_s BY NAME SELECT * FROM folded {order}")
         if sorted_:  # the peer answers only the seconds-tier queries
-            cur.execute(f"INSERT INTO nfs_m BY NAME SELECT ts - ts % 60 AS ts, {dims}, {sums} FROM stage "
-                        f"GROUP BY ALL ORDER BY host, client, file, ts")
+            cur.execute(f"INSERT INTO nfs_m BY NAME {store.rollup_sql(NFS, 'SELECT * FROM folded', 60)}")
         print(f"  {'sorted' if sorted_ else 'unsorted'}: {min(total, lo + chunk) / 1e6:.1f}M of {total / 1e6:.1f}M rows",
               flush=True)
     cur.execute("DROP TABLE stage")
+    cur.execute("DROP TABLE folded")
     store.checkpoint()
     seconds_bytes = os.path.getsize(path)
+    rows = cur.execute("SELECT count(*) FROM nfs_s").fetchall()[0][0]
     if sorted_:
-        cur.execute(f"INSERT INTO nfs_h BY NAME SELECT ts - ts % 3600 AS ts, {dims}, {sums} FROM nfs_m "
-                    f"GROUP BY ALL ORDER BY host, client, file, ts")
+        cur.execute(f"INSERT INTO nfs_h BY NAME {store.rollup_sql(NFS, 'SELECT * FROM nfs_m', 3600)}")
         for tier in ("s", "m", "h"):  # the totals tables, as rollups and compaction keep them
             cur.execute(f"DELETE FROM nfs_k_{tier}")
             store._fill_totals(cur, NFS, tier, "true")
         store.checkpoint()
     store.close()
-    return dict(rows=total, build_seconds=time.time() - started, seconds_and_minutes_bytes=seconds_bytes,
-                bytes=os.path.getsize(path))
+    return dict(rows=rows, generated_rows=total, build_seconds=time.time() - started,
+                seconds_and_minutes_bytes=seconds_bytes, bytes=os.path.getsize(path))
 
 
 def table_bytes(cur, table: str) -> int:
@@ -401,6 +404,7 @@ def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool =
             saved = json.loads(meta.read_text()) if meta.exists() else {}
             meta.write_text(json.dumps({**saved, "t0": t0, name: out[f"build_{name}"]}))
         store = DuckDBStore(path)
+        store.use_totals = srt  # the arrival-order peer has no totals tables: it scans, as Loupe did before them
         st = lambda by=None, **w: Statistic(ops, by, tuple((k, tuple(v)) for k, v in w.items()))  # noqa: E731
         res = {}
         sec_day = Window(t0, end, 30, "second")  # per-second rows, 2880 points
