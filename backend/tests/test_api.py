@@ -1,6 +1,8 @@
 """Every API route against a real app and a real DuckDB file, error cases included."""
 
+import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -214,3 +216,29 @@ def test_the_committed_openapi_document_is_the_apps(tmp_path):
     app = create_app(Settings(data_dir=tmp_path), start_agent=False)
     committed = json.loads((Path(__file__).resolve().parents[2] / "frontend" / "openapi.json").read_text())
     assert committed == json.loads(json.dumps(app.openapi())), "run 'make api-client' and commit the result"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs for the ingest log")
+def test_ingest_answers_503_naming_the_cause_when_the_log_disk_is_full(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(small)], check=True)
+    try:
+        data = tmp_path / "data"
+        data.mkdir()
+        os.symlink(small, data / "loupe.duckdb.ingest")
+        app = create_app(Settings(data_dir=data, local_agent=False, ingest_token=TOKEN))
+        with TestClient(app) as c:
+            now = int(time.time())
+            codes = []
+            for i in range(400):
+                rows = [(f"10.0.{i % 200}.{k}", "read", f"/export/a/f{k}", 5, 4096, {14: 5}) for k in range(40)]
+                r = post(c, [nfs_frame(now - 500 + i, rows, source="full@nas1", seq=i + 1)])
+                codes.append(r.status_code)
+                if r.status_code != 200:
+                    break
+            assert codes[-1] == 503 and set(codes[:-1]) == {200}, codes
+            assert "ingest log write failed" in r.json()["detail"] and "No space left" in r.json()["detail"]
+            assert r.headers["retry-after"] == "1"
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
