@@ -103,6 +103,9 @@ class Loupe:
                     moved = self.store.compact(int(now))
                     if moved:
                         log.info("compacted %d settled seconds rows", moved)
+                    resorted = self.store.sort_minutes(int(now))
+                    if resorted:
+                        log.info("sorted a day of the minute tier by element (%d rows)", resorted)
                 if now >= next_checkpoint:
                     next_checkpoint = now + 30
                     self.store.checkpoint()

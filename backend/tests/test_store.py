@@ -409,3 +409,42 @@ def test_high_water_marks_survive_folding_the_seq_log(tmp_path):
         assert s.ingest(random_nfs_frames(NOW + 6, 1, source="s0@h"), received_at=NOW + 10).duplicates == 1
     finally:
         s.close()
+
+
+def test_a_closed_day_of_minutes_is_sorted_by_element_without_changing_answers(tmp_path):
+    day = NOW - NOW % 86400
+    s = DuckDBStore(tmp_path / "d.duckdb", retain={"second": 3 * 86400, "minute": 30 * 86400, "hour": 365 * 86400},
+                    clock=lambda: NOW)
+    frames = [f for k in range(0, 86400 + 3600, 907) for f in random_nfs_frames(day + k, 3, seed=k, clients=7)]
+    s.ingest(frames, received_at=day + 86400 + 3600)
+    s.rollup(day + 86400 + 3600)
+    assert s.sort_minutes(day + 86400 + 3600) == s._cur.execute(
+        f"SELECT (SELECT count(*) FROM nfs_m WHERE ts < {day + 86400}) + "
+        f"(SELECT count(*) FROM nfs_k_m WHERE ts < {day + 86400})").fetchall()[0][0] > 0
+    wins = [Window(day, day + 86400, 300, "minute"), Window(day + 3600, day + 86400 + 3600, 600, "minute")]
+    stats = [stat(by="client"), stat(by="file", client=["10.0.0.3"]), stat(BYTES, by="op")]
+    s2 = DuckDBStore(tmp_path / "ref.duckdb", clock=lambda: NOW)  # the same data, never re-sorted
+    s2.ingest(frames, received_at=day + 86400 + 3600)
+    s2.rollup(day + 86400 + 3600)
+    try:
+        assert s.sort_minutes(day + 86400 + 3600) == 0  # already done above, and the next day is open
+        assert s._minutes_sorted == day + 86400
+        order = s._cur.execute(f"SELECT host, client, ts, file FROM nfs_m WHERE ts >= {day} AND ts < {day + 86400} "
+                               "ORDER BY rowid").fetchall()
+        assert order == sorted(order) and len(order) > 100
+        keys = s._cur.execute(f"SELECT dim, host, key, ts FROM nfs_k_m WHERE ts < {day + 86400} "
+                              "ORDER BY rowid").fetchall()
+        assert keys == sorted(keys)
+        for st in stats:
+            for w in wins:
+                _same(s.aggregate(st, w, 3), s2.aggregate(st, w, 3))
+            assert s.heatmap(st, "latency", wins[0]).cells == s2.heatmap(st, "latency", wins[0]).cells
+        late = random_nfs_frames(day + 7, 1, seed=99, clients=7, source="late@h")  # into the sorted day
+        for x in (s, s2):
+            x.ingest(late, received_at=day + 86400 + 3600)
+            x.rollup(day + 86400 + 3700)
+        for st in stats:
+            _same(s.aggregate(st, wins[0], 3), s2.aggregate(st, wins[0], 3))
+    finally:
+        s.close()
+        s2.close()

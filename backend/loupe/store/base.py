@@ -117,6 +117,11 @@ class Store(abc.ABC):
     def compact(self, now: int) -> int:
         """Re-sort settled seconds for cheap per-element scans; returns rows moved."""
 
+    def sort_minutes(self, now: int) -> int:
+        """Lay out closed days of the minute tier for per-element reads; returns rows rewritten.
+        Engines whose layout needs no upkeep have nothing to do."""
+        return 0
+
     @abc.abstractmethod
     def checkpoint(self) -> None:
         """Make committed data compact on disk (the engine's own durability does not depend on it)."""

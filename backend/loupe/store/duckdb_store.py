@@ -7,7 +7,7 @@ Layout, per family ``f`` (nfs, disk, cpu, net):
                ``hv``), because DuckDB's cost per insert grows with the number of
                columns, not rows. The view ``f_s_hotv`` widens it to the layout below.
 * ``f_s``      settled seconds, moved from hot in chunks of ``compact_every``
-               seconds and sorted by the family's key (e.g. host, client, file, ts),
+               seconds and sorted by the family's key (e.g. host, client, ts, file),
                so one client's day touches a few row groups (zone maps skip the rest).
 * ``f_m``, ``f_h``  minute and hour rollups: exact sums of the tier below.
 
@@ -150,6 +150,8 @@ class DuckDBStore(Store):
         self._check_layout()
         row = self._db.execute("SELECT value FROM meta WHERE key = 'compacted_upto'").fetchone()
         self._compacted = int(row[0]) if row else 0
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'minutes_sorted_upto'").fetchone()
+        self._minutes_sorted = int(row[0]) if row else None
         # The stage: committed (logged) batches not yet in DuckDB. Guarded by _slock.
         self._slock = threading.Lock()
         self._llock = threading.Lock()  # the log writer; held across a group commit
@@ -1094,6 +1096,51 @@ class DuckDBStore(Store):
                 raise
             self._compacted = cutoff
         return moved
+
+    def sort_minutes(self, now: int) -> int:
+        """Re-sort one whole day of the minute tier by element; returns the rows rewritten.
+
+        Rollups append each minute as it closes, so a day of ``f_m`` lies in time order and a
+        client's day touches every row group. Once every minute of a UTC day is rolled up, the
+        day is rewritten sorted by the family's key (one element's day: a row group or two), and
+        its ``f_k_m`` totals by (dim, host, key, ts) (the top elements' series: a few row groups).
+        A late frame later re-rolls its minute as usual; only that minute is then out of order."""
+        with self._wlock:
+            upto = min([now] + [self._watermarks(f)[1] for f in FAMILIES])  # minutes before are rolled
+            upto -= upto % 86400
+            day = self._minutes_sorted
+            if day is None:  # first use: from the oldest stored minute
+                first = self._cur.execute(" UNION ALL ".join(
+                    f"SELECT min(ts) FROM {f}_m" for f in FAMILIES)).fetchall()
+                known = [t for (t,) in first if t is not None]
+                day = min(known) - min(known) % 86400 if known else upto
+            if day + 86400 > upto:
+                return 0
+            span = f"ts >= {day} AND ts < {day + 86400}"
+            cur = self._cur
+            rows = 0
+            cur.begin()
+            try:
+                for fam in FAMILIES.values():
+                    for table, order in ((f"{fam.name}_m", ", ".join(_sort_key(fam))),
+                                         (f"{fam.name}_k_m", "dim, host, key, ts")):
+                        n = cur.execute(f"SELECT count(*) FROM {table} WHERE {span}").fetchall()[0][0]
+                        if not n:
+                            continue
+                        # through an on-disk table: a day of minutes uncompressed would not fit in memory
+                        cur.execute(f"CREATE OR REPLACE TABLE sorting AS SELECT * FROM {table} WHERE {span} "
+                                    f"ORDER BY {order}")
+                        cur.execute(f"DELETE FROM {table} WHERE {span}")
+                        cur.execute(f"INSERT INTO {table} SELECT * FROM sorting")
+                        cur.execute("DROP TABLE sorting")
+                        rows += n
+                cur.execute("INSERT OR REPLACE INTO meta VALUES ('minutes_sorted_upto', ?)", [str(day + 86400)])
+                cur.commit()
+            except BaseException:
+                cur.rollback()
+                raise
+            self._minutes_sorted = day + 86400
+            return rows
 
     def checkpoint(self) -> None:
         with self._wlock:
