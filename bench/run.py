@@ -71,24 +71,35 @@ def nfs_batch(rng: np.random.Generator, n: int, ts: int, clients: int = 1000) ->
 
 # ---------------------------------------------------------------- ingest
 class Flusher:
-    """What `loupe serve` runs beside ingest: the stage goes to the tables once a second."""
+    """What `loupe serve` runs beside ingest: the stage goes to the tables once a second.
+
+    The benchmark sends each second's batch back-to-back, so it calls ``tick()`` after each
+    batch: a flush per second of data, running beside the next batches as the server's does."""
 
     def __init__(self, store: DuckDBStore) -> None:
         import threading
 
-        self.store, self.stop = store, threading.Event()
+        self.store, self.stop, self.kick = store, threading.Event(), threading.Event()
         self.times: list[float] = []
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
+    def tick(self) -> None:
+        self.kick.set()
+
     def run(self) -> None:
-        while not self.stop.wait(1.0):
+        while not self.stop.is_set():
+            self.kick.wait(1.0)
+            self.kick.clear()
+            if self.stop.is_set():
+                break
             s = time.perf_counter()
-            self.store.flush()
-            self.times.append(time.perf_counter() - s)
+            if self.store.flush():
+                self.times.append(time.perf_counter() - s)
 
     def close(self) -> None:
         self.stop.set()
+        self.kick.set()
         self.thread.join()
 
 
@@ -112,6 +123,7 @@ def bench_ingest(tmp: Path) -> dict:
             s = time.perf_counter()
             store.append_arrow("nfs", b)
             times.append(time.perf_counter() - s)
+            flusher.tick()
         flusher.close()
         store.flush()
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -120,7 +132,7 @@ def bench_ingest(tmp: Path) -> dict:
         rows = size * n_batches
         out[f"arrow_{size}"] = dict(rows=size, batches=n_batches, median_ms=med * 1e3, p99_ms=pct(times, 99) * 1e3,
                                     max_ms=max(times) * 1e3, rows_per_cpu_s=rows / cpu, rows_per_wall_s=rows / wall,
-                                    flushes=len(flusher.times) + 1,
+                                    flushes=len(flusher.times) + 1, inline_flushes=store.inline_flushes,
                                     flush_median_ms=statistics.median(flusher.times) * 1e3 if flusher.times else None)
         # peer: one DuckDB transaction per batch, as Loupe committed before the ingest log
         peer = DuckDBStore(fresh(tmp / f"peer{size}.duckdb"))
@@ -167,6 +179,7 @@ def bench_ingest(tmp: Path) -> dict:
             s = time.perf_counter()
             store.ingest(IngestRequest.model_validate_json(body).frames, received_at=t0 + i + 1)
             times.append(time.perf_counter() - s)
+            flusher.tick()
         flusher.close()
         store.flush()
         cpu = time.process_time() - cpu0

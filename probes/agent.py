@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from loupe.frame import rows_to_columns
+from loupe.columns import rows_to_columns
 
 from . import registry
 from .source import Source

@@ -42,6 +42,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .catalog import FAMILIES, HISTOGRAMS
+from .columns import rows_to_columns  # noqa: F401  (re-exported: the v2 encoder)
 
 FRAME_VERSION = 1  # versions read: 1 (rows) and 2 (columns)
 MAX_ROWS_PER_FRAME = 200_000
@@ -185,35 +186,6 @@ def _check_columns(c: Columns, family: str, dims: set[str], hists: set[str]) -> 
             if bad.any():
                 raise ValueError(f"columns.hist.{h}.bucket: bucket {int(b[bad][0])} outside declared bounds "
                                  f"{spec.lo}..{spec.hi}")
-
-
-def rows_to_columns(rows: list[dict]) -> dict:
-    """Version-1 rows (dicts) -> the ``columns`` of a version-2 frame. What an agent sends."""
-    n = len(rows)
-    names: dict[str, None] = {}
-    for r in rows:
-        for k in r.get("dims", ()):
-            names[k] = None
-    dims = {k: [r["dims"].get(k, "") if "dims" in r else "" for r in rows] for k in names}
-    out: dict = {"n": n, "dims": dims}
-    for m in ("count", "bytes", "lat_sum"):
-        vals = [r.get(m, 0) for r in rows]
-        if any(vals):
-            out[m] = vals
-    hist: dict[str, dict[str, list]] = {}
-    for i, r in enumerate(rows):
-        for h, buckets in (r.get("hist") or {}).items():
-            acc = hist.get(h)
-            if acc is None:
-                acc = hist[h] = {"row": [], "bucket": [], "n": []}
-            for b, c in buckets.items():
-                if c:
-                    acc["row"].append(i)
-                    acc["bucket"].append(int(b))
-                    acc["n"].append(c)
-    if hist:
-        out["hist"] = hist
-    return out
 
 
 class SourceStatus(BaseModel):

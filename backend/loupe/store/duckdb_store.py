@@ -119,6 +119,7 @@ class DuckDBStore(Store):
         self.top_files = top_files
         self.compact_every = compact_every
         self.stage_flush_rows = stage_flush_rows
+        self.inline_flushes = 0  # ingests that flushed the stage themselves (the flush thread fell behind)
         self.stage_max_rows = stage_max_rows
         self.clock = clock
         self._db = duckdb.connect(self.path)
@@ -394,6 +395,7 @@ class DuckDBStore(Store):
         if job.error is not None:
             raise job.error
         if self._staged_rows > self.stage_flush_rows:
+            self.inline_flushes += 1
             self.flush()
 
     def _commit(self, jobs: list["_Job"]) -> None:
