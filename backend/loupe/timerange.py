@@ -14,6 +14,9 @@ _REL = re.compile(r"^-(\d+)([smhdw]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 TIERS = (("second", 1), ("minute", 60), ("hour", 3600))
+# Automatic steps on the seconds tier above this are multiples of it: the store keeps
+# per-element totals of the newest seconds per this many seconds (f_k_t).
+SECOND_STEP_GRAIN = 5
 
 
 class RangeError(ValueError):
@@ -94,6 +97,8 @@ def choose_window(
         return Window(a, b, b - a, tier)
     s = max(want, res)
     s = math.ceil(s / res) * res
+    if tier == "second" and not step and s > SECOND_STEP_GRAIN:
+        s = math.ceil(s / SECOND_STEP_GRAIN) * SECOND_STEP_GRAIN
     a = start - start % s
     b = end if (end - a) % s == 0 else end + (s - (end - a) % s)
     if (b - a) // s > max_points:

@@ -448,3 +448,74 @@ def test_a_closed_day_of_minutes_is_sorted_by_element_without_changing_answers(t
     finally:
         s.close()
         s2.close()
+
+
+def _fast_equals_slow(store, stats, windows, top=3):
+    for st in stats:
+        for w in windows:
+            store.use_totals = True
+            fast = store.aggregate(st, w, top)
+            store.use_totals = False
+            slow = store.aggregate(st, w, top)
+            store.use_totals = True
+            _same(fast, slow)
+            assert sum(fast.total) > 0  # not vacuous
+
+
+def test_hot_seconds_from_five_second_totals_equal_the_general_path(tmp_path):
+    """The hot table's per-element totals per 5 s (f_k_t) answer the newest seconds; late
+    frames re-dirty their period, compaction drops the periods it settles; answers never change."""
+    store = DuckDBStore(tmp_path / "t.duckdb", compact_every=600, clock=lambda: NOW)
+    end = NOW + 900
+    frames = random_nfs_frames(NOW, 900, clients=9) + random_nfs_frames(NOW + 50, 800, seed=4, host="nas2",
+                                                                       source="b@h")
+    store.ingest(frames, received_at=end + 1)
+    store.rollup(end - 40)  # the last 40 s of periods stay dirty: read raw
+    kt = store._cur.execute("SELECT count(DISTINCT ts), min(ts), max(ts) FROM nfs_k_t").fetchone()
+    assert kt[0] == (end - 40 - 5 - 5 - NOW) // 5 + 1 and kt[1] == NOW  # every due period, none early
+    params: list = []
+    w15 = Window(NOW + 20, end - 5, 15, "second")
+    sql = store._totals_sql(stat(by="client"), w15, params, per_key=True, grain=15)
+    assert "nfs_k_t" in sql and "nfs_s_hot " in sql  # the totals, and raw seconds for the unrolled edge
+    windows = [w15, Window(NOW, end, 5, "second"), Window(NOW + 3, end, 10, "second"),
+               Window(NOW, end, 12, "second"), Window(NOW, end, 60, "minute")]
+    stats = [stat(by="client"), stat(BYTES, by="op"), stat(by="host"), stat(by="client", host=["nas2"])]
+    try:
+        _fast_equals_slow(store, stats, windows)
+        # a late frame into a rolled-up period: its period is dirty again until the next rollup
+        store.ingest(random_nfs_frames(NOW + 101, 1, seed=77, clients=30, source="late@h"), received_at=end + 2)
+        assert ("nfs", "t", NOW + 100) in store._dirty
+        _fast_equals_slow(store, stats, windows)
+        store.rollup(end + 60)
+        assert ("nfs", "t", NOW + 100) not in store._dirty
+        assert store._cur.execute(f"SELECT count(*) FROM nfs_k_t WHERE ts = {NOW + 100} AND key = '10.0.0.30'"
+                                  ).fetchone()[0] in (0, 1)
+        _fast_equals_slow(store, stats, windows)
+        store.compact(NOW + 720 + 120)  # seconds before NOW + 600 settle; their 5 s totals go
+        assert store._cur.execute(f"SELECT count(*) FROM nfs_k_t WHERE ts < {NOW + 600}").fetchone()[0] == 0
+        _fast_equals_slow(store, stats, windows)
+    finally:
+        store.close()
+
+
+def test_store_without_hot_totals_gets_them_on_open(tmp_path):
+    """A store that kept f_k_s for settled seconds only and had no f_k_t: opening it adds both."""
+    path = tmp_path / "old.duckdb"
+    s = DuckDBStore(path, clock=lambda: NOW)
+    s.ingest(random_nfs_frames(NOW, 300, clients=7), received_at=NOW + 301)
+    s.rollup(NOW + 400)
+    windows = [Window(NOW, NOW + 300, 15, "second"), Window(NOW, NOW + 300, 60, "minute")]
+    want = [s.aggregate(stat(by="client"), w, 3) for w in windows]
+    s._cur.execute("DROP TABLE nfs_k_t")
+    s._cur.execute("DELETE FROM nfs_k_s")  # nothing settled: all of it hot
+    s._cur.execute("DELETE FROM meta WHERE key = 'hot_totals'")
+    s.close()
+    s = DuckDBStore(path, clock=lambda: NOW)
+    try:
+        assert s._cur.execute("SELECT count(*) FROM nfs_k_t").fetchone()[0] == 0
+        s.rollup(NOW + 400)
+        assert s._cur.execute("SELECT count(DISTINCT ts) FROM nfs_k_t").fetchone()[0] == 60
+        for w, a in zip(windows, want):
+            _same(s.aggregate(stat(by="client"), w, 3), a)
+    finally:
+        s.close()

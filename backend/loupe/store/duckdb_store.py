@@ -47,13 +47,14 @@ import pyarrow.compute as pc
 
 from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family
 from ..frame import Frame, SourceStatus
-from ..timerange import Window
+from ..timerange import SECOND_STEP_GRAIN, Window
 from .base import Aggregate, Heatmap, IngestOutcome, PruneReport, Statistic, Store, StoreUnavailable
 from .ingest_log import IngestLog
 
 log = logging.getLogger("loupe.store")
 
-PERIOD = {"m": 60, "h": 3600}
+PERIOD = {"t": SECOND_STEP_GRAIN, "m": 60, "h": 3600}
+HOT_GRAIN = PERIOD["t"]  # f_k_t: per-element totals of the hot seconds per this many seconds
 MEASURES = ("count", "bytes", "lat_sum")
 TIER_TABLE = {"second": "s", "minute": "m", "hour": "h"}
 LAYOUT = 1  # bump when table shapes change
@@ -215,16 +216,32 @@ class DuckDBStore(Store):
         db.execute("CREATE TABLE IF NOT EXISTS ingest_mark (lsn BIGINT NOT NULL)")
         if db.execute("SELECT count(*) FROM ingest_mark").fetchone()[0] == 0:
             db.execute("INSERT INTO ingest_mark VALUES (0)")
+        # Stores that kept f_k_s for settled seconds only: add the hot seconds' totals once,
+        # and let the next rollup compute f_k_t for the hot periods.
+        if db.execute("SELECT count(*) FROM meta WHERE key = 'hot_totals'").fetchone()[0] == 0:
+            db.begin()
+            for fam in FAMILIES.values():
+                sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
+                db.execute(f"INSERT INTO {fam.name}_k_s SELECT ts, host, {sums} FROM {fam.name}_s_hot "
+                           f"GROUP BY ts, host ORDER BY ts, host")
+                db.execute(f"INSERT INTO dirty SELECT DISTINCT '{fam.name}', 't', ts - ts % {HOT_GRAIN} "
+                           f"FROM {fam.name}_s_hot")
+            db.execute("INSERT INTO meta VALUES ('hot_totals', '1')")
+            db.commit()
 
     def _create_totals(self) -> None:
         """Totals tables, kept in the same transactions as the tiers they summarise.
 
-        * ``f_k_s``: per (second, host) totals of the settled seconds ``f_s`` (written by compact).
+        * ``f_k_s``: per (second, host) totals of every flushed second, settled or hot (each
+          flush adds the rows it brings, so a second may have a row per flush).
         * ``f_k_m``, ``f_k_h``: per (period, dimension, host, element) totals of ``f_m``/``f_h``,
           for every dimension of the family (``host`` included: the per-host totals).
+        * ``f_k_t``: the same per 5 s, of the hot table only (the last hour, in arrival order,
+          where no sort order narrows a scan), fold dimension left out; compaction drops them.
 
         Ranking 1,000 clients over a day then reads 1,440 x 1,000 narrow rows instead of
-        every stored second, and the per-point total reads one row per host and second.
+        every stored second, the per-point total reads one row per host and second, and the
+        top elements' series over the last hour read 720 rows each instead of the hot table.
         A store written before these tables existed gets them computed once, on open.
         """
         db = self._db
@@ -234,7 +251,7 @@ class DuckDBStore(Store):
                 "SELECT table_name FROM information_schema.tables WHERE table_name IN (?, ?, ?)",
                 [f"{fam.name}_k_s", f"{fam.name}_k_m", f"{fam.name}_k_h"]).fetchall()}
             db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_k_s (ts BIGINT NOT NULL, host VARCHAR NOT NULL, {meas})")
-            for t in ("m", "h"):
+            for t in ("t", "m", "h"):
                 db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_k_{t} (ts BIGINT NOT NULL, dim VARCHAR NOT NULL, "
                            f"host VARCHAR NOT NULL, key VARCHAR NOT NULL, {meas})")
             for t in ("s", "m", "h"):
@@ -245,8 +262,9 @@ class DuckDBStore(Store):
                         self._fill_totals(db, fam, t, "true")
 
     @staticmethod
-    def _fill_totals(cur, fam: Family, tier: str, cond: str) -> None:
-        """Append the totals of ``f_{tier}`` rows matching `cond` to ``f_k_{tier}``."""
+    def _fill_totals(cur, fam: Family, tier: str, cond: str, span: tuple[int, int] | None = None) -> None:
+        """Append the totals of ``f_{tier}`` rows matching `cond` to ``f_k_{tier}``
+        (tier ``t``: of the hot table's seconds in `span`, per 5 s period)."""
         sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
         src = f"{fam.name}_{tier}"
         if tier == "s":
@@ -254,12 +272,16 @@ class DuckDBStore(Store):
                         f"GROUP BY ts, host ORDER BY ts, host")
             return
         # One grouping-sets scan yields every dimension's per-element totals.
-        sets = ", ".join(f"(ts, host, {d})" if d != "host" else "(ts, host)" for d in fam.dims)
-        names = [d for d in fam.dims if d != "host"]
+        names = [d for d in fam.dims if d != "host" and not (tier == "t" and d == fam.fold_dim)]
+        sets = ", ".join([f"(ts, host, {d})" for d in names] + ["(ts, host)"])
         which = " ".join(f"WHEN grouping({d}) = 0 THEN '{d}'" for d in names)
         key = " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names)
         dim_expr = f"CASE {which} ELSE 'host' END" if names else "'host'"
         key_expr = f"CASE {key} ELSE host END" if names else "host"
+        if tier == "t":  # periods of the hot table
+            lo, hi = span or (0, 2**62)
+            src = (f"(SELECT ts - ts % {HOT_GRAIN} AS ts, * EXCLUDE (ts) FROM {fam.name}_s_hot "
+                   f"WHERE ts >= {lo} AND ts < {hi})")
         cur.execute(f"INSERT INTO {fam.name}_k_{tier} SELECT ts, {dim_expr}, host, {key_expr}, {sums} "
                     f"FROM {src} WHERE {cond} GROUP BY GROUPING SETS ({sets}) ORDER BY ALL")
 
@@ -440,7 +462,8 @@ class DuckDBStore(Store):
                 self._pending_seqs[src] = (q, seen)
             self._pending_hosts |= {(h, seen) for h in hosts - self._hosts}
             self._hosts |= hosts
-            touched = {(f, "m", t - t % 60) for f, secs in seconds.items() for t in secs}
+            touched = {(f, tier, t - t % PERIOD[tier]) for f, secs in seconds.items() for t in secs
+                       for tier in ("t", "m")}
             self._touched |= touched
             self._dirty |= touched
             self._hwm.update(seqs)
@@ -480,11 +503,16 @@ class DuckDBStore(Store):
                     t = pa.concat_tables([x for _, x in items]).drop_columns(["lsn"])
                     rows += t.num_rows
                     self._append(cur, f"{name}_s_hot", t)
+                    k = t.group_by(["ts", "host"]).aggregate([(c, "sum") for c in MEASURES])
+                    cur.from_arrow(k.rename_columns(["ts", "host", *MEASURES]).select(["ts", "host", *MEASURES])
+                                   ).insert_into(f"{name}_k_s")
                 if seqs:
                     cur.from_arrow(pa.table({"source": list(seqs), "hwm": [q for q, _ in seqs.values()],
                                              "updated": [u for _, u in seqs.values()]})).insert_into("seq_log")
                 if touched:
-                    cur.executemany("INSERT INTO dirty VALUES (?, ?, ?)", sorted(touched))
+                    fam_, tier_, per_ = zip(*sorted(touched))
+                    cur.from_arrow(pa.table({"family": list(fam_), "tier": list(tier_), "period": list(per_)})
+                                   ).insert_into("dirty")
                 if hosts:
                     cur.executemany("INSERT OR IGNORE INTO hosts VALUES (?, ?)", sorted(hosts))
                 cur.execute("UPDATE ingest_mark SET lsn = ?", [lsn])
@@ -710,25 +738,25 @@ class DuckDBStore(Store):
         return pa.table(cols), folded
 
     # ---------------------------------------------------------------- queries
-    def _watermarks(self, family: str) -> tuple[int, int]:
-        """(W_h, W_m): hours before W_h and minutes before W_m are rolled up and current."""
+    def _watermarks(self, family: str) -> tuple[int, int, int]:
+        """(W_h, W_m, W_t): hours before W_h, minutes before W_m and hot 5 s periods before W_t
+        have current totals (rolled up)."""
         inf = 2**62
+        w = {"t": inf, "m": inf, "h": inf}
         with self._slock:
-            dirty = list(self._dirty)
-        dm = [p for f, t, p in dirty if f == family and t == "m"]
-        dh = [p for f, t, p in dirty if f == family and t == "h"]
-        w_m = min(dm) if dm else inf
-        w_h = min(dh) if dh else inf
-        if w_m != inf:
-            w_h = min(w_h, w_m - w_m % 3600)
-        return w_h, w_m
+            for f, t, p in self._dirty:
+                if f == family and p < w[t]:
+                    w[t] = p
+        w_m = w["m"]
+        w_h = min(w["h"], w_m - w_m % 3600) if w_m != inf else w["h"]
+        return w_h, w_m, w["t"]
 
     def _layers(self, family: str, tier: str, a: int, b: int) -> list[tuple[str, int, int]]:
         """Tables and [from, to) spans that together cover [a, b) at the given tier."""
         secs = [f"{family}_s", f"{family}_s_hotv", f"{family}_stagev"]
         if tier == "second":
             return [(t, a, b) for t in secs]
-        w_h, w_m = self._watermarks(family)
+        w_h, w_m, _ = self._watermarks(family)
         spans: list[tuple[str, int, int]] = []
         if tier == "hour":
             spans.append((f"{family}_h", a, min(b, w_h)))
@@ -780,11 +808,12 @@ class DuckDBStore(Store):
     def _totals_sql(self, stat: Statistic, window: Window, params: list, *, per_key: bool, grain: int = 60) -> str:
         """Rows (ts, k, v) covering the window: per element of stat.by (per_key) or per host.
 
-        Rolled-up minutes and hours come from ``f_k_m``/``f_k_h``; settled seconds' totals
-        from ``f_k_s``; per element, the seconds come from ``f_k_m`` for whole rolled-up
-        minutes and from the seconds themselves at the edges; unsettled seconds from the hot
-        table and the stage. With `grain` 3600 (the caller sums whole hours together, e.g. to
-        rank), whole rolled-up hours come from ``f_k_h``: ranking a day reads 24 rows per element.
+        `grain` is the longest period the caller sums together (one point, or 3600 for a sum
+        over the whole range): periods of that length or shorter may come from totals tables.
+        Per host: rolled-up minutes and hours from ``f_k_m``/``f_k_h``, flushed seconds from
+        ``f_k_s``, the stage raw. Per element: whole rolled-up hours (grain 3600) and minutes
+        (grain 60) from ``f_k_h``/``f_k_m``; hot seconds in whole rolled-up 5 s periods (grain
+        5) from ``f_k_t``; the rest, at the edges, from the seconds themselves.
         """
         fam = stat.metric.family
         v = stat.metric.value
@@ -802,36 +831,54 @@ class DuckDBStore(Store):
         raw_key = stat.by if per_key else "''"
         k = "key" if per_key else "''"
         parts: list[str] = []
-        w_h, w_m = self._watermarks(fam)
+        w_h, w_m, w_t = self._watermarks(fam)
+
+        def totals(t: str, lo: int, hi: int) -> str:
+            return f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_{t} WHERE dim = '{dim}' AND ts >= {lo} AND ts < {hi}{k_where}"
+
+        def whole(lo: int, hi: int, length: int, mark: int) -> tuple[int, int]:
+            """The whole periods of `length` inside [lo, hi) that are before `mark`."""
+            return -(-lo // length) * length, min(hi - hi % length, mark - mark % length)
 
         def rolled(lo: int, hi: int) -> list[str]:
             """[lo, hi) holds only rolled-up minutes: whole rolled-up hours from f_k_h where grain allows."""
             spans = [("m", lo, hi)]
             if grain >= 3600:
-                a, b = -(-lo // 3600) * 3600, min(hi - hi % 3600, w_h)
+                a, b = whole(lo, hi, 3600, w_h)
                 if a < b:
                     spans = [("h", a, b), ("m", lo, a), ("m", b, hi)]
-            return [f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_{t} WHERE dim = '{dim}' AND ts >= {x} AND ts < {y}"
-                    f"{k_where}" for t, x, y in spans if x < y]
+            return [totals(t, x, y) for t, x, y in spans if x < y]
 
         # hot and stage: their measures need no widening
         raw = {f"{fam}_s": f"{fam}_s", f"{fam}_s_hotv": f"{fam}_s_hot", f"{fam}_stagev": f"{fam}_stage_raw"}
+        hot_totals = per_key and grain >= HOT_GRAIN and stat.by != FAMILIES[fam].fold_dim
         for table, lo, hi in self._layers(fam, window.tier, window.start, window.end):
             if table == f"{fam}_h":
-                parts.append(f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_h "
-                             f"WHERE dim = '{dim}' AND ts >= {lo} AND ts < {hi}{k_where}")
+                parts.append(totals("h", lo, hi))
             elif table == f"{fam}_m":
                 parts += rolled(lo, hi)
-            elif not per_key and table == f"{fam}_s":
+            elif not per_key and table == f"{fam}_s":  # f_k_s: settled and hot seconds
                 parts.append(f"SELECT ts, '' AS k, {v} AS v FROM {fam}_k_s WHERE ts >= {lo} AND ts < {hi}{k_where}")
+            elif not per_key and table == f"{fam}_s_hotv":
+                continue
             else:
                 spans = [(lo, hi)]
-                if per_key:  # whole rolled-up minutes (settled or hot) are in f_k_m
-                    a, b = -(-lo // 60) * 60, min(hi - hi % 60, w_m - w_m % 60)
+                if per_key and grain >= 60:  # whole rolled-up minutes (settled or hot) are in f_k_m
+                    a, b = whole(lo, hi, 60, w_m)
                     if a < b:
                         spans = [(lo, a), (b, hi)]
                         if table == f"{fam}_s":
                             parts += rolled(a, b)
+                if hot_totals and table == f"{fam}_s_hotv":  # whole rolled-up 5 s periods of the hot table
+                    rest = []
+                    for x, y in spans:
+                        a, b = whole(x, y, HOT_GRAIN, w_t)
+                        if a < b:
+                            parts.append(totals("t", a, b))
+                            rest += [(x, a), (b, y)]
+                        else:
+                            rest.append((x, y))
+                    spans = rest
                 parts += [f"SELECT ts, {raw_key} AS k, {v} AS v FROM {raw[table]} "
                           f"WHERE ts >= {x} AND ts < {y}{raw_where}" for x, y in spans if x < y]
         return " UNION ALL ".join(parts) or f"SELECT 0::BIGINT AS ts, '' AS k, 0::BIGINT AS v WHERE false"
@@ -848,8 +895,8 @@ class DuckDBStore(Store):
         series: dict[str, np.ndarray] = {}
         ranked: list[tuple[str, float]] = []
         fast = self._totals_apply(stat, window)
-        # the coarsest rolled-up period that falls inside one point of the window
-        grain = 3600 if window.step % 3600 == 0 and window.start % 3600 == 0 else 60
+        # the longest rolled-up period that falls inside one point of the window
+        grain = next((g for g in (3600, 60, HOT_GRAIN) if window.step % g == 0 and window.start % g == 0), 1)
         cur = self._qcur(stat.metric.family)  # one stage snapshot for both passes
         if fast:
             # Pass 1 from the totals tables: every element's sum over the range, and the total per point.
@@ -883,7 +930,7 @@ class DuckDBStore(Store):
         if top_keys:
             only_top = replace(stat, where=stat.where + ((stat.by, tuple(top_keys)),))
             params = []
-            if fast and window.step % 60 == 0 and window.start % 60 == 0:  # points are whole minutes
+            if fast and grain > 1:  # points are whole minutes, or whole 5 s periods of the hot table
                 top_sql = self._totals_sql(only_top, window, params, per_key=True, grain=grain)
                 src = f"SELECT {bucket} AS i, k, v FROM ({top_sql})"
             else:
@@ -982,7 +1029,39 @@ class DuckDBStore(Store):
         return total, values, total - sum(values.values())
 
     # ---------------------------------------------------------------- maintenance
+    def _roll_hot_totals(self, now: int) -> int:
+        """Compute ``f_k_t`` for every due 5 s period of the hot table, in one transaction."""
+        with self._slock:
+            due = sorted(p for p in self._dirty if p[1] == "t" and p[2] + HOT_GRAIN + ROLLUP_GRACE <= now)
+        if not due:
+            return 0
+        by_fam: dict[str, list[int]] = defaultdict(list)
+        for f, _, p in due:
+            by_fam[f].append(p)
+        with self._wlock:
+            self.flush()  # the periods' staged seconds go to the hot table first
+            cur = self._cur
+            cur.begin()
+            try:
+                for f, periods in by_fam.items():
+                    plist = ", ".join(map(str, periods))
+                    cur.execute(f"DELETE FROM {f}_k_t WHERE ts IN ({plist})")
+                    self._fill_totals(cur, FAMILIES[f], "t", f"ts IN ({plist})",
+                                      span=(min(periods), max(periods) + HOT_GRAIN))
+                    cur.execute(f"DELETE FROM dirty WHERE family = ? AND tier = 't' AND period IN ({plist})", [f])
+                cur.commit()
+            except BaseException:
+                cur.rollback()
+                raise
+            with self._slock:
+                for key in due:
+                    if key not in self._touched:  # else a late frame came meanwhile: roll again
+                        self._dirty.discard(key)
+        return len(due)
+
     def rollup(self, now: int) -> int:
+        """Roll up every due dirty period; returns the minutes and hours rolled up."""
+        self._roll_hot_totals(now)
         done = 0
         flushed = False
         for tier in ("m", "h"):  # minutes first: rolling a minute dirties its hour
@@ -1058,7 +1137,7 @@ class DuckDBStore(Store):
         with self._wlock:
             cur = self._cur
             for fam in FAMILIES:
-                for suffix, c in (("s_hot", cut["s"]), ("s", cut["s"]), ("m", cut["m"]), ("h", cut["h"]),
+                for suffix, c in (("s_hot", cut["s"]), ("s", cut["s"]), ("m", cut["m"]), ("h", cut["h"]), ("k_t", cut["s"]),
                                   ("k_s", cut["s"]), ("k_m", cut["m"]), ("k_h", cut["h"])):
                     n = cur.execute(f"DELETE FROM {fam}_{suffix} WHERE ts < {c}").fetchone()[0]
                     if n:
@@ -1085,11 +1164,8 @@ class DuckDBStore(Store):
                     n = cur.execute(
                         f"INSERT INTO {fam.name}_s BY NAME SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff} ORDER BY {order}"
                     ).fetchone()[0]
-                    if n:
-                        sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
-                        cur.execute(f"INSERT INTO {fam.name}_k_s SELECT ts, host, {sums} FROM {fam.name}_s_hot "
-                                    f"WHERE ts < {cutoff} GROUP BY ts, host ORDER BY ts, host")
                     cur.execute(f"DELETE FROM {fam.name}_s_hot WHERE ts < {cutoff}")
+                    cur.execute(f"DELETE FROM {fam.name}_k_t WHERE ts < {cutoff}")
                     moved += int(n)
                 cur.execute("INSERT OR REPLACE INTO meta VALUES ('compacted_upto', ?)", [str(cutoff)])
                 cur.commit()
