@@ -118,6 +118,7 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=20, help="seconds before measuring: loading and verifying the probes takes several")
     p.add_argument("--clients", type=int, default=1000)
     p.add_argument("--iops", type=int, default=10_000)
+    p.add_argument("--profile", metavar="FILE", help="run the agent under cProfile, stats to FILE (costs CPU itself)")
     a = p.parse_args(argv)
     if os.geteuid() != 0 or not shutil.which("fio"):
         print("agent_cost: needs root and fio", file=sys.stderr)
@@ -141,7 +142,8 @@ def main(argv=None) -> int:
             except httpx.HTTPError:
                 time.sleep(0.2)
         token = (work / "data" / "ingest.token").read_text().strip()
-        agent = subprocess.Popen([sys.executable, "-m", "loupe_probes.agent", "--server", base, "--token", token,
+        prof = ["-m", "cProfile", "-o", a.profile] if a.profile else []
+        agent = subprocess.Popen([sys.executable, *prof, "-m", "loupe_probes.agent", "--server", base, "--token", token,
                                   "--sources", "bpf,procfs"], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         procs.append(agent)
         clients = Clients(a.clients)

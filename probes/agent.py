@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import signal
 import socket
 import sys
 import threading
@@ -40,10 +41,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 from loupe.columns import rows_to_columns
 
-from . import registry
+from . import registry, transport
 from .source import Source
 
 log = logging.getLogger("loupe.agent")
@@ -102,7 +102,8 @@ class Agent:
         self._host_of: dict[int, str] = {}  # source index -> the host its frames are about
         self._broken: dict[int, str] = {}  # sources whose collect raised, with the error
         self._quiet_until: dict[str, float] = {}
-        self._client: httpx.Client | None = None
+        # a bad server URL fails here, naming it, not on the first post
+        self._client = transport.Client(self.server, headers=self._headers, timeout=self._timeout)
         self.stats = collections.Counter()  # sent, dropped, refused, accepted, duplicates, requests
         self.in_process = in_process
         self.suspended: set[str] = set()  # source names an operator suspended (from the backend's answers)
@@ -116,10 +117,6 @@ class Agent:
 
         Returns True when nothing is left unsent.
         """
-        httpx_log = logging.getLogger("httpx")
-        if httpx_log.level == logging.NOTSET:  # it logs every request at INFO: one line a second, forever
-            httpx_log.setLevel(logging.WARNING)
-        self._client = httpx.Client(headers=self._headers, timeout=self._timeout)
         try:
             for src in self.sources:  # BPF probes load (and the kernel verifies them) in parallel, in
                 start = getattr(src, "start_in_background", None)  # the background: nothing waits for them
@@ -323,10 +320,9 @@ class Agent:
                 f'"stats":{json.dumps(self.own_stats())},'
                 f'"sent_at":{time.time():.3f}}}')
         self._last_post = time.time()
-        assert self._client is not None, "posting happens inside run()"
         try:
-            resp = self._client.post(f"{self.server}/api/v1/ingest", content=body.encode())
-        except httpx.HTTPError as e:
+            resp = self._client.post("/api/v1/ingest", body.encode())
+        except transport.HTTPError as e:
             self._limited("connect", f"cannot reach {self.server}: {type(e).__name__}: {e}")
             if not batch:
                 self._retry_at = time.time() + self._backoff
@@ -516,6 +512,9 @@ def _run_cli(a: argparse.Namespace, **host_kw) -> int:
         print(e, file=sys.stderr)
         return 2
     stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (systemd, docker stop) ends like Ctrl-C should: a last send, state saved, a summary
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         ok = agent.run(stop, once=a.once)
     except KeyboardInterrupt:

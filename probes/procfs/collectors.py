@@ -7,13 +7,18 @@ constructor arguments so tests read committed snapshots from ``testdata/``.
 Interval choice: the agent calls ``collect(ts)`` once per second. If it was late
 and ``n = ts - previous ts`` seconds passed, the delta is divided by ``n`` and
 reported for ``ts`` alone: every stored second keeps a true per-second rate (no
-200 % CPU spike after a stall), and the seconds in between stay empty.
+200 % CPU spike after a stall), and the seconds in between stay empty. When the
+time that really passed between the two readings is off from ``n`` by more than
+IRREGULAR (the first interval after start often is: the priming read came late in
+its second), the delta is divided by that time instead, so the point shows the
+rate and not a dip; regular intervals keep exact counts.
 """
 
 from __future__ import annotations
 
 import abc
 import os
+import time
 from pathlib import Path
 
 from ..source import Collected, status_entry
@@ -23,6 +28,7 @@ Counters = dict[Key, tuple[int, ...]]
 
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
+IRREGULAR = 0.2  # relative difference between seconds passed and seconds stepped
 
 
 class _DeltaSource(abc.ABC):
@@ -31,13 +37,14 @@ class _DeltaSource(abc.ABC):
     name = ""
     family = ""
     replayable = False
+    clock = staticmethod(time.monotonic)  # when each reading was taken (tests set their own)
 
     def __init__(self, host: str, proc: str | Path = "/proc", sys: str | Path = "/sys") -> None:
         self.host = host
         self.proc = Path(proc)
         self.sys = Path(sys)
         self.families = (self.family,)
-        self._prev: tuple[int, Counters] | None = None
+        self._prev: tuple[int, Counters, float] | None = None
         self._state, self._reason = "active", ""
 
     @abc.abstractmethod
@@ -61,7 +68,7 @@ class _DeltaSource(abc.ABC):
             self._state, self._reason, self._prev = "error", f"cannot read counters: {e}", None
             return []
         self._state, self._reason = "active", ""
-        prev, self._prev = self._prev, (ts, cur)
+        prev, self._prev = self._prev, (ts, cur, self.clock())
         if prev is None:
             return []
         deltas: Counters = {}
@@ -74,8 +81,11 @@ class _DeltaSource(abc.ABC):
                 continue  # counter wrapped or was reset: this interval is unknowable
             deltas[key] = d
         rows = self.rows(deltas)
-        n = ts - prev[0]
-        if n > 1:
+        n: float = ts - prev[0]
+        passed = self._prev[2] - prev[2]
+        if n > 0 and abs(passed - n) > IRREGULAR * n:
+            n = passed
+        if n > 0 and n != 1:
             for r in rows:
                 for k in ("count", "bytes", "lat_sum"):
                     if k in r:

@@ -368,3 +368,29 @@ def test_a_replaced_probe_is_detached_while_its_replacement_runs() -> None:
     nfsd.state = "off"  # e.g. nfsd stopped: the wire decoder takes over again
     a._tick(102)
     assert wire.calls == ["suspend", "resume", ("collect", 102)]
+
+
+def test_sigterm_ends_the_agent_cleanly(backend: Backend, tmp_path: Path) -> None:
+    """`docker stop` and systemd send SIGTERM: the agent sends what it has, saves its
+    sequence numbers and exits 0, instead of dying mid-second."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "loupe_probes.agent", "--server", backend.url, "--token", TOKEN,
+                             "--sources", "synthetic", "--demo-clients", "2", "--state-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 30
+        while not backend.frames and time.time() < deadline:
+            time.sleep(0.1)
+        assert backend.frames, "the agent sent nothing"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "sent " in out and "frames" in out
+    saved = json.loads((tmp_path / "agent-state.json").read_text())["seq"]["synthetic@demo-nas"]
+    assert saved == max(f["seq"] for f in backend.frames if f["source"] == "synthetic@demo-nas")

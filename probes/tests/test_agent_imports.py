@@ -1,4 +1,4 @@
-"""The agent runs where only python3, httpx and numpy are installed (a NAS head, the knfsd guest).
+"""The agent runs where only python3 and numpy are installed (a NAS head, the knfsd guest).
 
 Every agent module is imported in a fresh interpreter that refuses the backend's
 own dependencies, laid out as the guest lays it out (``loupe`` and ``loupe_probes``
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-BACKEND_ONLY = ("pydantic", "pydantic_settings", "fastapi", "starlette", "uvicorn", "duckdb", "pyarrow")
+BACKEND_ONLY = ("pydantic", "pydantic_settings", "fastapi", "starlette", "uvicorn", "duckdb", "pyarrow", "httpx")
 
 SCRIPT = r"""
 import importlib, importlib.abc, sys
