@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the knfsd test guest: a small Debian 12 (bookworm) root file system with
-# nfs-kernel-server, fio and what the Loupe agent needs (python3, python3-httpx,
-# python3-numpy, libbpf1, bpftool), Debian's stock 6.1 kernel and an initramfs.
+# nfs-kernel-server, fio and what the Loupe agent needs (python3, python3-numpy,
+# libbpf1, bpftool; python3-httpx for the test scripts), Debian's stock 6.1 kernel and an initramfs.
 #
 #   scripts/guest/build-image.sh [OUT_DIR]      (default: .cache/guest)
 #
@@ -26,8 +26,8 @@ for tool in debootstrap mkfs.ext4 apt-get apt-cache dpkg-deb chroot flock; do
     command -v "$tool" >/dev/null || die "'$tool' not found (make apt-deps installs debootstrap; e2fsprogs and apt are in every Debian)"
 done
 
-# Packages of the guest. The agent needs python3 + httpx (+ numpy for the synthetic
-# source) and libbpf.so.1; bpftool records the kernel's BPF features.
+# Packages of the guest. The agent needs python3 (+ numpy for the synthetic source)
+# and libbpf.so.1; the test scripts use httpx; bpftool records the kernel's BPF features.
 packages=(nfs-kernel-server fio python3 python3-httpx python3-numpy libbpf1 bpftool
           iproute2 kmod procps initramfs-tools klibc-utils)
 
