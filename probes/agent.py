@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from loupe.columns import rows_to_columns
+from loupe.columns import is_columns, rows_to_columns
 
 from . import registry, transport
 from .source import Source
@@ -258,11 +258,12 @@ class Agent:
         self._seq[sid] = seq
         return seq
 
-    def _enqueue(self, sid: str, ts: int, family: str, host: str, rows: list[dict]) -> None:
+    def _enqueue(self, sid: str, ts: int, family: str, host: str, rows: list[dict] | dict) -> None:
         seq = self._next_seq(sid)
         # Version 2 (columns): a fraction of the bytes and of the server's parsing of version 1's rows.
+        cols = rows if is_columns(rows) else rows_to_columns(rows)  # type: ignore[arg-type]
         body = json.dumps({"v": 2, "source": sid, "seq": seq, "ts": ts, "family": family, "host": host,
-                           "columns": rows_to_columns(rows)}, separators=(",", ":"))
+                           "columns": cols}, separators=(",", ":"))
         self._queue.append(_Queued(sid, host, seq, ts, body))
         self._queue_bytes += len(body)
         while self._queue_bytes > self.max_queue_bytes and len(self._queue) > 1:

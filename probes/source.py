@@ -6,6 +6,10 @@ dimension of the family, as ``loupe.frame.Row`` dicts without ``host``::
 
     [("disk", "nas1", [{"dims": {"disk": "sda", "op": "read"}, "count": 12, ...}])]
 
+A source with thousands of rows a second may return them as version-2 columns
+instead (``{"n": ..., "dims": {...}, "count": [...], ...}``, see ``loupe.frame``),
+which the agent sends without a Python object per row.
+
 The agent turns each (family, host, rows) into one frame whose source id is
 ``f"{source.name}@{host}"``. A source never talks to the network and never
 sleeps; the agent owns timing, sequencing and delivery.
@@ -16,7 +20,7 @@ from __future__ import annotations
 from typing import Literal, Protocol, runtime_checkable
 
 State = Literal["active", "off", "error", "suspended"]
-Collected = list[tuple[str, str, list[dict]]]
+Collected = list[tuple[str, str, list[dict] | dict]]  # rows, or columns
 
 
 @runtime_checkable

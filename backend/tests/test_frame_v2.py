@@ -89,3 +89,19 @@ def test_versions_and_their_row_fields_must_match():
         Frame(v=1, source="a", seq=1, ts=NOW, family="nfs", host="h", columns={"n": 0})
     with pytest.raises(ValueError, match="reads versions 1 and 2"):
         Frame(v=3, source="a", seq=1, ts=NOW, family="nfs", host="h", rows=[])
+
+
+@pytest.mark.parametrize("rows", [
+    [],
+    [{"dims": {"client": "a"}, "count": 1, "bytes": 0, "lat_sum": 0}],
+    [{"dims": {"client": "a", "op": "read"}, "count": 2, "bytes": 8192, "lat_sum": 900,
+      "hist": {"latency": {"10": 1, "14": 1}, "size": {"13": 2}}},
+     {"dims": {"client": "b", "op": "write"}, "count": 0, "bytes": 5, "lat_sum": 0}],
+])
+def test_rows_and_columns_convert_both_ways(rows):
+    from loupe.columns import columns_to_rows, is_columns
+
+    cols = rows_to_columns(rows)
+    assert is_columns(cols) and not is_columns(rows)
+    back = columns_to_rows(cols)
+    assert back == [{**r, "dims": {k: r["dims"].get(k, "") for k in cols["dims"]}} for r in rows]

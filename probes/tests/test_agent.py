@@ -394,3 +394,24 @@ def test_sigterm_ends_the_agent_cleanly(backend: Backend, tmp_path: Path) -> Non
     assert "sent " in out and "frames" in out
     saved = json.loads((tmp_path / "agent-state.json").read_text())["seq"]["synthetic@demo-nas"]
     assert saved == max(f["seq"] for f in backend.frames if f["source"] == "synthetic@demo-nas")
+
+
+class _Columnar(_Chatty):
+    """A source that returns its rows as columns, as bpf.net does."""
+
+    name = "test.columnar"
+    COLS = {"n": 2, "dims": {"client": ["10.0.0.1", "10.0.0.2"], "port": ["2049", "2049"],
+                             "direction": ["in", "out"]}, "count": [3, 4], "bytes": [300, 4000]}
+
+    def collect(self, ts: int):
+        self.ts.append(ts)
+        return [("net", "h", self.COLS)]
+
+
+def test_columns_from_a_source_are_sent_as_they_are(backend: Backend) -> None:
+    agent = Agent([_Columnar()], backend.url, TOKEN)
+    assert agent.run(threading.Event(), once=True)
+    sent = [r["body"]["frames"] for r in backend.requests if r["body"].get("frames")]
+    frame = sent[0][0]
+    assert frame["v"] == 2 and frame["columns"] == _Columnar.COLS and "rows" not in frame
+    assert backend.frames and backend.frames[0]["source"] == "test.columnar@h"
