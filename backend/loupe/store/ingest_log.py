@@ -43,7 +43,9 @@ class Record:
     tables: dict[str, pa.Table]
 
 
-def encode(lsn: int, seqs: dict[str, int], hosts: list[str], seen: float, tables: dict[str, pa.Table]) -> bytes:
+def encode(lsn: int, seqs: dict[str, int], hosts: list[str], seen: float,
+           tables: dict[str, pa.Table]) -> list[memoryview]:
+    """One record as buffers to write in order (no copy of the Arrow bodies into one bytes)."""
     parts, bodies = [], []
     for fam, t in tables.items():
         sink = pa.BufferOutputStream()
@@ -51,11 +53,12 @@ def encode(lsn: int, seqs: dict[str, int], hosts: list[str], seen: float, tables
             w.write_table(t)
         buf = sink.getvalue()
         parts.append([fam, buf.size])
-        bodies.append(buf)
+        bodies.append(memoryview(buf))
     header = json.dumps(dict(lsn=lsn, seqs=seqs, hosts=sorted(hosts), seen=seen, parts=parts)).encode()
-    body = b"".join(b.to_pybytes() for b in bodies)
-    crc = zlib.crc32(body, zlib.crc32(header))
-    return HEAD.pack(MAGIC, len(header), len(body), crc) + header + body
+    crc = zlib.crc32(header)
+    for b in bodies:
+        crc = zlib.crc32(b, crc)
+    return [memoryview(HEAD.pack(MAGIC, len(header), sum(len(b) for b in bodies), crc) + header), *bodies]
 
 
 def read_segment(path: Path) -> tuple[list[Record], int, str | None]:
@@ -119,16 +122,20 @@ class IngestLog:
     def append(self, seqs: dict[str, int], hosts: set[str], seen: float, tables: dict[str, pa.Table]) -> int:
         """Write one record and fsync it; returns its lsn. Raises OSError (e.g. disk full) with nothing acknowledged."""
         lsn = self.last_lsn + 1
-        data = encode(lsn, seqs, sorted(hosts), seen, tables)
+        bufs = encode(lsn, seqs, sorted(hosts), seen, tables)
+        size = sum(len(b) for b in bufs)
         if self._fd is None:
             self._path = self.dir / f"{lsn:020d}.log"
             self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self._size = 0
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
+            while bufs:  # writev may write part of the record: go on from where it stopped
+                n = os.writev(self._fd, bufs)
+                while bufs and n >= len(bufs[0]):
+                    n -= len(bufs[0])
+                    bufs.pop(0)
+                if bufs and n:
+                    bufs[0] = bufs[0][n:]
             os.fdatasync(self._fd)
         except OSError:
             # The record was not acknowledged, and its frames will be sent again: it must not
@@ -141,7 +148,7 @@ class IngestLog:
                 self._path = self._path.with_suffix(".failed")
             self._close()
             raise
-        self._size += len(data)
+        self._size += size
         self.last_lsn = lsn
         return lsn
 
