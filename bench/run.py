@@ -172,6 +172,36 @@ def bench_ingest(tmp: Path) -> dict:
         out[f"peer_txn_{size}"] = dict(rows=size, median_ms=pmed * 1e3, p99_ms=pct(ptimes, 99) * 1e3,
                                        rows_per_cpu_s=rows / cpu, rows_per_wall_s=rows / wall)
         out[f"ratio_cpu_{size}"] = out[f"arrow_{size}"]["rows_per_cpu_s"] / out[f"peer_txn_{size}"]["rows_per_cpu_s"]
+    # Many agents at once, each posting 1-second batches of 1,000 rows: concurrent requests share a
+    # log write and its fsync (group commit), which a single agent's back-to-back batches cannot.
+    import threading
+
+    agents, per_agent = 20, 25
+    work = {a: [nfs_batch(rng, 1000, t0 + i) for i in range(per_agent)] for a in range(agents)}
+    store = DuckDBStore(fresh(tmp / "group_arrow.duckdb"))
+    flusher = Flusher(store)
+    lat: list[float] = []
+
+    def post_arrow(a):
+        for b in work[a]:
+            s = time.perf_counter()
+            store.append_arrow("nfs", b)
+            lat.append(time.perf_counter() - s)
+
+    threads = [threading.Thread(target=post_arrow, args=(a,)) for a in range(agents)]
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    flusher.close()
+    store.flush()
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    store.close()
+    rows = agents * per_agent * 1000
+    out["arrow_group_20_agents_1000"] = dict(rows=rows, rows_per_cpu_s=rows / cpu, rows_per_wall_s=rows / wall,
+                                             request_median_ms=statistics.median(lat) * 1e3,
+                                             request_p99_ms=pct(lat, 99) * 1e3)
     # The request path after HTTP: JSON body -> validated frames -> store (fold, Arrow, log, stage),
     # for version-1 frames (rows) and version-2 frames (columns, what loupe agent sends).
     from loupe.frame import Frame, IngestRequest, rows_to_columns
@@ -209,8 +239,6 @@ def bench_ingest(tmp: Path) -> dict:
                                              median_ms=statistics.median(times) * 1e3, p99_ms=pct(times, 99) * 1e3,
                                              rows_per_cpu_s=1000 * len(bodies) / cpu)
     # 20 agents sending 1k-row frames at once: group commit shares one log write and fsync among them
-    import threading
-
     agents, per_agent = 20, 10
     store = DuckDBStore(fresh(tmp / "group.duckdb"))
     flusher = Flusher(store)
