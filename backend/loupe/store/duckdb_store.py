@@ -55,6 +55,7 @@ log = logging.getLogger("loupe.store")
 
 PERIOD = {"t": SECOND_STEP_GRAIN, "m": 60, "h": 3600}
 HOT_GRAIN = PERIOD["t"]  # f_k_t: per-element totals of the hot seconds per this many seconds
+HOT_SLOTS = 60 // HOT_GRAIN  # f_k_t keeps a minute's periods in one row, as lists of this length
 MEASURES = ("count", "bytes", "lat_sum")
 TIER_TABLE = {"second": "s", "minute": "m", "hour": "h"}
 LAYOUT = 1  # bump when table shapes change
@@ -152,6 +153,9 @@ class DuckDBStore(Store):
         self._check_layout()
         row = self._db.execute("SELECT value FROM meta WHERE key = 'compacted_upto'").fetchone()
         self._compacted = int(row[0]) if row else 0
+        # per family: no settled second at or after this (raised by compaction)
+        self._settled_end: dict[str, int] = {
+            f: (self._db.execute(f"SELECT max(ts) FROM {f}_s").fetchone()[0] or -1) + 1 for f in FAMILIES}
         row = self._db.execute("SELECT value FROM meta WHERE key = 'minutes_sorted_upto'").fetchone()
         self._minutes_sorted = int(row[0]) if row else None
         # The stage: committed (logged) batches not yet in DuckDB. Guarded by _slock.
@@ -216,17 +220,29 @@ class DuckDBStore(Store):
         db.execute("CREATE TABLE IF NOT EXISTS ingest_mark (lsn BIGINT NOT NULL)")
         if db.execute("SELECT count(*) FROM ingest_mark").fetchone()[0] == 0:
             db.execute("INSERT INTO ingest_mark VALUES (0)")
-        # Stores that kept f_k_s for settled seconds only: add the hot seconds' totals once,
-        # and let the next rollup compute f_k_t for the hot periods.
+        # Stores that kept f_k_s for settled seconds only: add the hot seconds' totals once.
         if db.execute("SELECT count(*) FROM meta WHERE key = 'hot_totals'").fetchone()[0] == 0:
             db.begin()
             for fam in FAMILIES.values():
                 sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
                 db.execute(f"INSERT INTO {fam.name}_k_s SELECT ts, host, {sums} FROM {fam.name}_s_hot "
                            f"GROUP BY ts, host ORDER BY ts, host")
-                db.execute(f"INSERT INTO dirty SELECT DISTINCT '{fam.name}', 't', ts - ts % {HOT_GRAIN} "
-                           f"FROM {fam.name}_s_hot")
             db.execute("INSERT INTO meta VALUES ('hot_totals', '1')")
+            db.commit()
+        # f_k_t is derived from the hot table alone: a store without it (or with an earlier
+        # shape) gets it empty, and the next rollup computes it for every hot period.
+        lists = ", ".join(f"{m} BIGINT[] NOT NULL" for m in MEASURES)
+        for fam in FAMILIES.values():
+            row = db.execute("SELECT data_type FROM information_schema.columns WHERE table_name = ? "
+                             "AND column_name = 'count'", [f"{fam.name}_k_t"]).fetchone()
+            if row is not None and row[0].endswith("[]"):
+                continue
+            db.begin()
+            db.execute(f"DROP TABLE IF EXISTS {fam.name}_k_t")
+            db.execute(f"CREATE TABLE {fam.name}_k_t (ts BIGINT NOT NULL, dim VARCHAR NOT NULL, "
+                       f"host VARCHAR NOT NULL, key VARCHAR NOT NULL, {lists})")
+            db.execute(f"INSERT INTO dirty SELECT DISTINCT '{fam.name}', 't', ts - ts % {HOT_GRAIN} "
+                       f"FROM {fam.name}_s_hot")
             db.commit()
 
     def _create_totals(self) -> None:
@@ -237,7 +253,9 @@ class DuckDBStore(Store):
         * ``f_k_m``, ``f_k_h``: per (period, dimension, host, element) totals of ``f_m``/``f_h``,
           for every dimension of the family (``host`` included: the per-host totals).
         * ``f_k_t``: the same per 5 s, of the hot table only (the last hour, in arrival order,
-          where no sort order narrows a scan), fold dimension left out; compaction drops them.
+          where no sort order narrows a scan), fold dimension left out; one row per minute and
+          element holds its twelve 5 s sums as lists, so reading an element's hour is 60 rows.
+          Compaction drops them.
 
         Ranking 1,000 clients over a day then reads 1,440 x 1,000 narrow rows instead of
         every stored second, the per-point total reads one row per host and second, and the
@@ -251,7 +269,7 @@ class DuckDBStore(Store):
                 "SELECT table_name FROM information_schema.tables WHERE table_name IN (?, ?, ?)",
                 [f"{fam.name}_k_s", f"{fam.name}_k_m", f"{fam.name}_k_h"]).fetchall()}
             db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_k_s (ts BIGINT NOT NULL, host VARCHAR NOT NULL, {meas})")
-            for t in ("t", "m", "h"):
+            for t in ("m", "h"):
                 db.execute(f"CREATE TABLE IF NOT EXISTS {fam.name}_k_{t} (ts BIGINT NOT NULL, dim VARCHAR NOT NULL, "
                            f"host VARCHAR NOT NULL, key VARCHAR NOT NULL, {meas})")
             for t in ("s", "m", "h"):
@@ -264,7 +282,7 @@ class DuckDBStore(Store):
     @staticmethod
     def _fill_totals(cur, fam: Family, tier: str, cond: str, span: tuple[int, int] | None = None) -> None:
         """Append the totals of ``f_{tier}`` rows matching `cond` to ``f_k_{tier}``
-        (tier ``t``: of the hot table's seconds in `span`, per 5 s period)."""
+        (tier ``t``: whole minutes `span` of the hot table, per 5 s period; `cond` on the minute)."""
         sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
         src = f"{fam.name}_{tier}"
         if tier == "s":
@@ -278,10 +296,19 @@ class DuckDBStore(Store):
         key = " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names)
         dim_expr = f"CASE {which} ELSE 'host' END" if names else "'host'"
         key_expr = f"CASE {key} ELSE host END" if names else "host"
-        if tier == "t":  # periods of the hot table
+        if tier == "t":  # per 5 s period of the hot table, then a minute's periods as lists
             lo, hi = span or (0, 2**62)
             src = (f"(SELECT ts - ts % {HOT_GRAIN} AS ts, * EXCLUDE (ts) FROM {fam.name}_s_hot "
                    f"WHERE ts >= {lo} AND ts < {hi})")
+            per = (f"SELECT ts, {dim_expr} AS dim, host, {key_expr} AS key, {sums.replace('::BIGINT', '::BIGINT AS _')} "
+                   f"FROM {src} GROUP BY GROUPING SETS ({sets})")
+            per = per.replace(" AS _", " AS {}").format(*MEASURES)
+            lists = ", ".join(
+                "[" + ", ".join(f"coalesce(sum({m}) FILTER (WHERE ts % 60 = {HOT_GRAIN * i}), 0)::BIGINT"
+                                for i in range(HOT_SLOTS)) + f"] AS {m}" for m in MEASURES)
+            cur.execute(f"INSERT INTO {fam.name}_k_t SELECT ts - ts % 60 AS ts, dim, host, key, {lists} "
+                        f"FROM ({per}) WHERE {cond.replace('ts', 'ts - ts % 60')} GROUP BY ALL ORDER BY ALL")
+            return
         cur.execute(f"INSERT INTO {fam.name}_k_{tier} SELECT ts, {dim_expr}, host, {key_expr}, {sums} "
                     f"FROM {src} WHERE {cond} GROUP BY GROUPING SETS ({sets}) ORDER BY ALL")
 
@@ -752,10 +779,15 @@ class DuckDBStore(Store):
         return w_h, w_m, w["t"]
 
     def _layers(self, family: str, tier: str, a: int, b: int) -> list[tuple[str, int, int]]:
-        """Tables and [from, to) spans that together cover [a, b) at the given tier."""
+        """Tables and [from, to) spans that together cover [a, b) at the given tier.
+
+        ``f_s`` holds no second at or after ``_settled_end`` (compaction moves older seconds
+        only): a span beyond it is left out, since its sort order (element, then time) gives
+        a time filter alone no row group to skip."""
         secs = [f"{family}_s", f"{family}_s_hotv", f"{family}_stagev"]
+        end_s = self._settled_end.get(family, 2**62)
         if tier == "second":
-            return [(t, a, b) for t in secs]
+            return [(t, a, min(b, end_s) if t == secs[0] else b) for t in secs if a < (end_s if t == secs[0] else b)]
         w_h, w_m, _ = self._watermarks(family)
         spans: list[tuple[str, int, int]] = []
         if tier == "hour":
@@ -763,7 +795,7 @@ class DuckDBStore(Store):
             spans.append((f"{family}_m", max(a, w_h), min(b, w_m)))
         else:
             spans.append((f"{family}_m", a, min(b, w_m)))
-        spans += [(t, max(a, w_m), b) for t in secs]
+        spans += [(t, max(a, w_m), min(b, end_s) if t == secs[0] else b) for t in secs]
         return [s for s in spans if s[1] < s[2]]
 
     def _source_sql(self, stat: Statistic, window: Window, select: str, params: list) -> str:
@@ -834,6 +866,10 @@ class DuckDBStore(Store):
         w_h, w_m, w_t = self._watermarks(fam)
 
         def totals(t: str, lo: int, hi: int) -> str:
+            if t == "t":  # a minute's 5 s periods as list entries
+                return (f"SELECT * FROM (SELECT ts + {HOT_GRAIN} * unnest(range({HOT_SLOTS})) AS ts, {k} AS k, "
+                        f"unnest({v}) AS v FROM {fam}_k_t WHERE dim = '{dim}' AND ts >= {lo - lo % 60} "
+                        f"AND ts < {hi}{k_where}) WHERE ts >= {lo} AND ts < {hi}")
             return f"SELECT ts, {k} AS k, {v} AS v FROM {fam}_k_{t} WHERE dim = '{dim}' AND ts >= {lo} AND ts < {hi}{k_where}"
 
         def whole(lo: int, hi: int, length: int, mark: int) -> tuple[int, int]:
@@ -852,23 +888,27 @@ class DuckDBStore(Store):
         # hot and stage: their measures need no widening
         raw = {f"{fam}_s": f"{fam}_s", f"{fam}_s_hotv": f"{fam}_s_hot", f"{fam}_stagev": f"{fam}_stage_raw"}
         hot_totals = per_key and grain >= HOT_GRAIN and stat.by != FAMILIES[fam].fold_dim
-        for table, lo, hi in self._layers(fam, window.tier, window.start, window.end):
+        layers = self._layers(fam, window.tier, window.start, window.end)
+        # Per element, the seconds' whole rolled-up minutes (settled or hot) come from f_k_m, once;
+        # the hot layer's span is the seconds' whole span (f_s's may end early).
+        mins = None
+        hot_span = next(((lo, hi) for t, lo, hi in layers if t == f"{fam}_s_hotv"), None)
+        if per_key and grain >= 60 and hot_span:
+            a, b = whole(hot_span[0], hot_span[1], 60, w_m)
+            if a < b:
+                mins = (a, b)
+                parts += rolled(a, b)
+        for table, lo, hi in layers:
             if table == f"{fam}_h":
                 parts.append(totals("h", lo, hi))
             elif table == f"{fam}_m":
                 parts += rolled(lo, hi)
-            elif not per_key and table == f"{fam}_s":  # f_k_s: settled and hot seconds
+            elif not per_key and table == f"{fam}_s":
+                continue  # f_k_s holds every flushed second, settled or hot: read once, with the hot span
+            elif not per_key and table == f"{fam}_s_hotv":  # (never cut short by the settled end)
                 parts.append(f"SELECT ts, '' AS k, {v} AS v FROM {fam}_k_s WHERE ts >= {lo} AND ts < {hi}{k_where}")
-            elif not per_key and table == f"{fam}_s_hotv":
-                continue
             else:
-                spans = [(lo, hi)]
-                if per_key and grain >= 60:  # whole rolled-up minutes (settled or hot) are in f_k_m
-                    a, b = whole(lo, hi, 60, w_m)
-                    if a < b:
-                        spans = [(lo, a), (b, hi)]
-                        if table == f"{fam}_s":
-                            parts += rolled(a, b)
+                spans = [(lo, hi)] if mins is None else [(lo, min(hi, mins[0])), (max(lo, mins[1]), hi)]
                 if hot_totals and table == f"{fam}_s_hotv":  # whole rolled-up 5 s periods of the hot table
                     rest = []
                     for x, y in spans:
@@ -938,7 +978,10 @@ class DuckDBStore(Store):
             for i, k, v in cur.execute(f"SELECT i, k, sum(v)::DOUBLE FROM ({src}) GROUP BY ALL",
                                              params).fetchall():
                 if 0 <= i < n and v:
-                    series.setdefault(k, np.zeros(n))[i] += v
+                    arr = series.get(k)
+                    if arr is None:
+                        arr = series[k] = np.zeros(n)
+                    arr[i] += v
         other = total - sum(series.values(), np.zeros(n)) if stat.by else np.zeros(n)
         other[np.abs(other) < 1e-9 * np.maximum(total, 1)] = 0.0
         nz = np.nonzero(total)[0]
@@ -1035,19 +1078,20 @@ class DuckDBStore(Store):
             due = sorted(p for p in self._dirty if p[1] == "t" and p[2] + HOT_GRAIN + ROLLUP_GRACE <= now)
         if not due:
             return 0
-        by_fam: dict[str, list[int]] = defaultdict(list)
+        by_fam: dict[str, set[int]] = defaultdict(set)
         for f, _, p in due:
-            by_fam[f].append(p)
+            by_fam[f].add(p - p % 60)  # a minute's row is recomputed whole
         with self._wlock:
             self.flush()  # the periods' staged seconds go to the hot table first
             cur = self._cur
             cur.begin()
             try:
-                for f, periods in by_fam.items():
-                    plist = ", ".join(map(str, periods))
-                    cur.execute(f"DELETE FROM {f}_k_t WHERE ts IN ({plist})")
-                    self._fill_totals(cur, FAMILIES[f], "t", f"ts IN ({plist})",
-                                      span=(min(periods), max(periods) + HOT_GRAIN))
+                for f, minutes in by_fam.items():
+                    mlist = ", ".join(map(str, sorted(minutes)))
+                    plist = ", ".join(str(p) for g, _, p in due if g == f)
+                    cur.execute(f"DELETE FROM {f}_k_t WHERE ts IN ({mlist})")
+                    self._fill_totals(cur, FAMILIES[f], "t", f"ts IN ({mlist})",
+                                      span=(min(minutes), max(minutes) + 60))
                     cur.execute(f"DELETE FROM dirty WHERE family = ? AND tier = 't' AND period IN ({plist})", [f])
                 cur.commit()
             except BaseException:
@@ -1166,6 +1210,8 @@ class DuckDBStore(Store):
                     ).fetchone()[0]
                     cur.execute(f"DELETE FROM {fam.name}_s_hot WHERE ts < {cutoff}")
                     cur.execute(f"DELETE FROM {fam.name}_k_t WHERE ts < {cutoff}")
+                    if n:  # raised before the commit: a query planned meanwhile still reads f_s that far
+                        self._settled_end[fam.name] = max(self._settled_end[fam.name], cutoff)
                     moved += int(n)
                 cur.execute("INSERT OR REPLACE INTO meta VALUES ('compacted_upto', ?)", [str(cutoff)])
                 cur.commit()
