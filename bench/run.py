@@ -435,7 +435,7 @@ def leave_last_hour_hot(store: DuckDBStore, end: int) -> int:
     ).fetchall()[0][0]
     cur.execute(f"DELETE FROM nfs_s WHERE ts >= {end - 3600}")
     cur.execute(f"DELETE FROM nfs_k_t WHERE ts >= {end - 3600}")
-    store._fill_totals(cur, NFS, "t", "true", span=(end - 3600, end))  # as rollups leave them
+    store._fill_hot_totals(cur, NFS, list(range(end - 3600, end, 60)))  # as rollups leave them
     cur.commit()
     store.checkpoint()
     return int(n)

@@ -259,7 +259,7 @@ class DuckDBStore(Store):
 
         Ranking 1,000 clients over a day then reads 1,440 x 1,000 narrow rows instead of
         every stored second, the per-point total reads one row per host and second, and the
-        top elements' series over the last hour read 720 rows each instead of the hot table.
+        top elements' series over the last hour read 60 rows each instead of the hot table.
         A store written before these tables existed gets them computed once, on open.
         """
         db = self._db
@@ -280,9 +280,8 @@ class DuckDBStore(Store):
                         self._fill_totals(db, fam, t, "true")
 
     @staticmethod
-    def _fill_totals(cur, fam: Family, tier: str, cond: str, span: tuple[int, int] | None = None) -> None:
-        """Append the totals of ``f_{tier}`` rows matching `cond` to ``f_k_{tier}``
-        (tier ``t``: whole minutes `span` of the hot table, per 5 s period; `cond` on the minute)."""
+    def _fill_totals(cur, fam: Family, tier: str, cond: str) -> None:
+        """Append the totals of ``f_{tier}`` rows matching `cond` to ``f_k_{tier}``."""
         sums = ", ".join(f"sum({c})::BIGINT" for c in MEASURES)
         src = f"{fam.name}_{tier}"
         if tier == "s":
@@ -290,27 +289,34 @@ class DuckDBStore(Store):
                         f"GROUP BY ts, host ORDER BY ts, host")
             return
         # One grouping-sets scan yields every dimension's per-element totals.
-        names = [d for d in fam.dims if d != "host" and not (tier == "t" and d == fam.fold_dim)]
+        names = [d for d in fam.dims if d != "host"]
         sets = ", ".join([f"(ts, host, {d})" for d in names] + ["(ts, host)"])
         which = " ".join(f"WHEN grouping({d}) = 0 THEN '{d}'" for d in names)
         key = " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names)
         dim_expr = f"CASE {which} ELSE 'host' END" if names else "'host'"
         key_expr = f"CASE {key} ELSE host END" if names else "host"
-        if tier == "t":  # per 5 s period of the hot table, then a minute's periods as lists
-            lo, hi = span or (0, 2**62)
-            src = (f"(SELECT ts - ts % {HOT_GRAIN} AS ts, * EXCLUDE (ts) FROM {fam.name}_s_hot "
-                   f"WHERE ts >= {lo} AND ts < {hi})")
-            per = (f"SELECT ts, {dim_expr} AS dim, host, {key_expr} AS key, {sums.replace('::BIGINT', '::BIGINT AS _')} "
-                   f"FROM {src} GROUP BY GROUPING SETS ({sets})")
-            per = per.replace(" AS _", " AS {}").format(*MEASURES)
-            lists = ", ".join(
-                "[" + ", ".join(f"coalesce(sum({m}) FILTER (WHERE ts % 60 = {HOT_GRAIN * i}), 0)::BIGINT"
-                                for i in range(HOT_SLOTS)) + f"] AS {m}" for m in MEASURES)
-            cur.execute(f"INSERT INTO {fam.name}_k_t SELECT ts - ts % 60 AS ts, dim, host, key, {lists} "
-                        f"FROM ({per}) WHERE {cond.replace('ts', 'ts - ts % 60')} GROUP BY ALL ORDER BY ALL")
-            return
         cur.execute(f"INSERT INTO {fam.name}_k_{tier} SELECT ts, {dim_expr}, host, {key_expr}, {sums} "
                     f"FROM {src} WHERE {cond} GROUP BY GROUPING SETS ({sets}) ORDER BY ALL")
+
+    @staticmethod
+    def _fill_hot_totals(cur, fam: Family, minutes: list[int]) -> None:
+        """Append ``f_k_t`` rows for these whole minutes of the hot table: per element (fold
+        dimension left out) and minute, the sums of each 5 s period as lists."""
+        names = [d for d in fam.dims if d not in ("host", fam.fold_dim)]
+        sets = ", ".join([f"(ts, host, {d})" for d in names] + ["(ts, host)"])
+        dim_expr = "CASE " + " ".join(f"WHEN grouping({d}) = 0 THEN '{d}'" for d in names) + " ELSE 'host' END"
+        key_expr = "CASE " + " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names) + " ELSE host END"
+        mlist = ", ".join(map(str, minutes))
+        per = (f"SELECT ts, {dim_expr} AS dim, host, {key_expr} AS key, "
+               + ", ".join(f"sum({m})::BIGINT AS {m}" for m in MEASURES)
+               + f" FROM (SELECT ts - ts % {HOT_GRAIN} AS ts, * EXCLUDE (ts) FROM {fam.name}_s_hot"
+               f" WHERE ts >= {min(minutes)} AND ts < {max(minutes) + 60} AND ts - ts % 60 IN ({mlist}))"
+               f" GROUP BY GROUPING SETS ({sets})")
+        lists = ", ".join(
+            "[" + ", ".join(f"coalesce(sum({m}) FILTER (WHERE ts % 60 = {HOT_GRAIN * i}), 0)::BIGINT"
+                            for i in range(HOT_SLOTS)) + f"] AS {m}" for m in MEASURES)
+        cur.execute(f"INSERT INTO {fam.name}_k_t SELECT ts - ts % 60 AS ts, dim, host, key, {lists} "
+                    f"FROM ({per}) GROUP BY ALL ORDER BY ALL")
 
     def _migrate_hot(self) -> None:
         """Layout 0 kept wide hot tables; an empty one is simply replaced by the narrow form."""
@@ -784,18 +790,17 @@ class DuckDBStore(Store):
         ``f_s`` holds no second at or after ``_settled_end`` (compaction moves older seconds
         only): a span beyond it is left out, since its sort order (element, then time) gives
         a time filter alone no row group to skip."""
-        secs = [f"{family}_s", f"{family}_s_hotv", f"{family}_stagev"]
         end_s = self._settled_end.get(family, 2**62)
-        if tier == "second":
-            return [(t, a, min(b, end_s) if t == secs[0] else b) for t in secs if a < (end_s if t == secs[0] else b)]
-        w_h, w_m, _ = self._watermarks(family)
         spans: list[tuple[str, int, int]] = []
-        if tier == "hour":
-            spans.append((f"{family}_h", a, min(b, w_h)))
-            spans.append((f"{family}_m", max(a, w_h), min(b, w_m)))
-        else:
-            spans.append((f"{family}_m", a, min(b, w_m)))
-        spans += [(t, max(a, w_m), min(b, end_s) if t == secs[0] else b) for t in secs]
+        if tier != "second":
+            w_h, w_m, _ = self._watermarks(family)
+            if tier == "hour":
+                spans.append((f"{family}_h", a, min(b, w_h)))
+                spans.append((f"{family}_m", max(a, w_h), min(b, w_m)))
+            else:
+                spans.append((f"{family}_m", a, min(b, w_m)))
+            a = max(a, w_m)  # the seconds cover what is not rolled up yet
+        spans += [(f"{family}_s", a, min(b, end_s)), (f"{family}_s_hotv", a, b), (f"{family}_stagev", a, b)]
         return [s for s in spans if s[1] < s[2]]
 
     def _source_sql(self, stat: Statistic, window: Window, select: str, params: list) -> str:
@@ -1090,8 +1095,7 @@ class DuckDBStore(Store):
                     mlist = ", ".join(map(str, sorted(minutes)))
                     plist = ", ".join(str(p) for g, _, p in due if g == f)
                     cur.execute(f"DELETE FROM {f}_k_t WHERE ts IN ({mlist})")
-                    self._fill_totals(cur, FAMILIES[f], "t", f"ts IN ({mlist})",
-                                      span=(min(minutes), max(minutes) + 60))
+                    self._fill_hot_totals(cur, FAMILIES[f], sorted(minutes))
                     cur.execute(f"DELETE FROM dirty WHERE family = ? AND tier = 't' AND period IN ({plist})", [f])
                 cur.commit()
             except BaseException:
