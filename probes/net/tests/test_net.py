@@ -91,6 +91,12 @@ def _key(addr: str, port: int, d: int) -> bytes:
      [({"client": OTHER, "port": "", "direction": "out"}, 4, 4000),
       ({"client": UNCONNECTED, "port": "53", "direction": "in"}, 1, 40)],
      [({"client": UNCONNECTED, "port": "111"}, 5)]),
+    # a key whose counters are all zero (idle since the last drain) gives no row; an unknown
+    # direction counts as "in" and merges with the "in" key of the same socket
+    ({"sock": [(_key("10.0.0.8", 2049, 0), bytes(NetVal(0, 0))),
+               (_key("10.0.0.9", 2049, 0), bytes(NetVal(1, 10))),
+               (_key("10.0.0.9", 2049, 7), bytes(NetVal(2, 20)))]},
+     [({"client": "10.0.0.9", "port": "2049", "direction": "in"}, 3, 30)], []),
 ])
 def test_decode(drained, net_rows, tcp_rows):
     """decode() on hand-built map contents: one row per key, overflow as (other), frames valid."""
