@@ -77,8 +77,9 @@ FLUSH_ROWS = 500_000  # throughput run: a flush per this many rows (one second a
 class Flusher:
     """What `loupe serve` runs beside ingest: the stage goes to the tables once a second.
 
-    The benchmark sends each second's batch back-to-back, so it calls ``tick()`` after each
-    batch: a flush per second of data, running beside the next batches as the server's does."""
+    The benchmark sends its batches faster than real time, so it calls ``tick()`` where a
+    second's worth of data is complete: a flush then runs beside the next batches, as the
+    server's does (and on its own once a second, as there)."""
 
     def __init__(self, store: DuckDBStore) -> None:
         import threading
