@@ -143,7 +143,7 @@ def main(argv=None) -> int:
                 time.sleep(0.2)
         token = (work / "data" / "ingest.token").read_text().strip()
         prof = ["-m", "cProfile", "-o", a.profile] if a.profile else []
-        agent = subprocess.Popen([sys.executable, *prof, "-m", "loupe_probes.agent", "--server", base, "--token", token,
+        agent = subprocess.Popen([sys.executable, *prof, "-m", "loupe_probes.agent", "--server", base, f"--token={token}",
                                   "--sources", "bpf,procfs"], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         procs.append(agent)
         clients = Clients(a.clients)

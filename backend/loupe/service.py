@@ -26,7 +26,7 @@ def ingest_token(settings: Settings) -> str:
     path = settings.data_dir / "ingest.token"
     if path.exists():
         return path.read_text().strip()
-    token = secrets.token_urlsafe(32)
+    token = secrets.token_hex(32)  # hex: never starts with "-", so `--token TOKEN` always parses
     path.touch(mode=0o600)
     path.write_text(token + "\n")
     return token

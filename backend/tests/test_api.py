@@ -242,3 +242,20 @@ def test_ingest_answers_503_naming_the_cause_when_the_log_disk_is_full(tmp_path)
             assert r.headers["retry-after"] == "1"
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+def test_a_generated_ingest_token_is_kept_and_safe_on_a_command_line(tmp_path):
+    """A token that began with "-" made `loupe agent --token TOKEN` fail to parse."""
+    import re
+
+    from loupe.service import ingest_token
+
+    tokens = set()
+    for i in range(50):
+        d = tmp_path / str(i)
+        d.mkdir()
+        t = ingest_token(Settings(data_dir=d))
+        assert re.fullmatch(r"[0-9a-f]{64}", t) and ingest_token(Settings(data_dir=d)) == t  # kept
+        assert oct((d / "ingest.token").stat().st_mode & 0o777) == "0o600"
+        tokens.add(t)
+    assert len(tokens) == 50

@@ -82,7 +82,7 @@ def test_without_privileges_the_agent_runs_procfs_only_and_says_why(server_facto
     # An empty bounding set: the agent runs as uid 0 but holds no capabilities at all.
     r = subprocess.run(
         ["setpriv", "--bounding-set", "-all", "--inh-caps", "-all", "--",
-         sys.executable, "-m", "loupe_probes.agent", "--server", s.base, "--token", token, "--once",
+         sys.executable, "-m", "loupe_probes.agent", "--server", s.base, f"--token={token}", "--once",
          "--sources", "bpf.disk,procfs"],
         capture_output=True, text=True, timeout=60,
     )

@@ -31,7 +31,7 @@ def booted(knfsd_guest, loupe_server, tmp_path_factory):
     job = tmp_path_factory.mktemp("knfsd-main")
     obj = guest.compile_attach_check(job)
     agent = (f"exec python3 -m loupe_probes.agent --server {loupe_server.guest_url} "
-             f"--token {loupe_server.token} --sources procfs --host {GUEST_HOST}")
+             f"--token={loupe_server.token} --sources procfs --host {GUEST_HOST}")
     sc = knfsd_guest(job_dir=job, background=agent, before=ENV_CHECKS,
                      after=guest.kernel_facts_script(obj.name if obj else None))
     # What the backend heard from the guest (the source states may already read "off":

@@ -29,7 +29,7 @@ GUEST_HOST = "knfsd-guest"
 # TCG, longer than a fixed warm-up should guess.
 START_AGENT = """
 modprobe nfsd
-python3 -m loupe_probes.agent --server {url} --token {token} --sources bpf.nfsd --host {host} \\
+python3 -m loupe_probes.agent --server {url} --token={token} --sources bpf.nfsd --host {host} \\
     > /job/agent.log 2>&1 &
 echo $! > /tmp/loupe-agent.pid
 python3 - {url} <<'EOF' > /job/agent-ready.log 2>&1
