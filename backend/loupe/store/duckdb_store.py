@@ -101,6 +101,19 @@ def _ordinals(fam: Family) -> dict[str, dict[int, int]]:
     return out
 
 
+def _per_element_sql(names: list[str], src: str) -> str:
+    """(ts, dim, host, key, count, bytes, lat_sum) of `src`: one grouping-sets scan yields the
+    per-element sums of every dimension in `names`, plus the per-host sums (dim ``host``)."""
+    sets = ", ".join([f"(ts, host, {d})" for d in names] + ["(ts, host)"])
+    which = " ".join(f"WHEN grouping({d}) = 0 THEN '{d}'" for d in names)
+    key = " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names)
+    dim_expr = f"CASE {which} ELSE 'host' END" if names else "'host'"
+    key_expr = f"CASE {key} ELSE host END" if names else "host"
+    sums = ", ".join(f"sum({m})::BIGINT AS {m}" for m in MEASURES)
+    return (f"SELECT ts, {dim_expr} AS dim, host, {key_expr} AS key, {sums} "
+            f"FROM {src} GROUP BY GROUPING SETS ({sets})")
+
+
 class DuckDBStore(Store):
     def __init__(
         self,
@@ -288,30 +301,18 @@ class DuckDBStore(Store):
             cur.execute(f"INSERT INTO {fam.name}_k_s SELECT ts, host, {sums} FROM {src} WHERE {cond} "
                         f"GROUP BY ts, host ORDER BY ts, host")
             return
-        # One grouping-sets scan yields every dimension's per-element totals.
         names = [d for d in fam.dims if d != "host"]
-        sets = ", ".join([f"(ts, host, {d})" for d in names] + ["(ts, host)"])
-        which = " ".join(f"WHEN grouping({d}) = 0 THEN '{d}'" for d in names)
-        key = " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names)
-        dim_expr = f"CASE {which} ELSE 'host' END" if names else "'host'"
-        key_expr = f"CASE {key} ELSE host END" if names else "host"
-        cur.execute(f"INSERT INTO {fam.name}_k_{tier} SELECT ts, {dim_expr}, host, {key_expr}, {sums} "
-                    f"FROM {src} WHERE {cond} GROUP BY GROUPING SETS ({sets}) ORDER BY ALL")
+        cur.execute(f"INSERT INTO {fam.name}_k_{tier} {_per_element_sql(names, f'{src} WHERE {cond}')} ORDER BY ALL")
 
     @staticmethod
     def _fill_hot_totals(cur, fam: Family, minutes: list[int]) -> None:
         """Append ``f_k_t`` rows for these whole minutes of the hot table: per element (fold
         dimension left out) and minute, the sums of each 5 s period as lists."""
         names = [d for d in fam.dims if d not in ("host", fam.fold_dim)]
-        sets = ", ".join([f"(ts, host, {d})" for d in names] + ["(ts, host)"])
-        dim_expr = "CASE " + " ".join(f"WHEN grouping({d}) = 0 THEN '{d}'" for d in names) + " ELSE 'host' END"
-        key_expr = "CASE " + " ".join(f"WHEN grouping({d}) = 0 THEN {d}" for d in names) + " ELSE host END"
         mlist = ", ".join(map(str, minutes))
-        per = (f"SELECT ts, {dim_expr} AS dim, host, {key_expr} AS key, "
-               + ", ".join(f"sum({m})::BIGINT AS {m}" for m in MEASURES)
-               + f" FROM (SELECT ts - ts % {HOT_GRAIN} AS ts, * EXCLUDE (ts) FROM {fam.name}_s_hot"
-               f" WHERE ts >= {min(minutes)} AND ts < {max(minutes) + 60} AND ts - ts % 60 IN ({mlist}))"
-               f" GROUP BY GROUPING SETS ({sets})")
+        per = _per_element_sql(names, f"(SELECT ts - ts % {HOT_GRAIN} AS ts, * EXCLUDE (ts) FROM {fam.name}_s_hot "
+                                      f"WHERE ts >= {min(minutes)} AND ts < {max(minutes) + 60} "
+                                      f"AND ts - ts % 60 IN ({mlist}))")
         lists = ", ".join(
             "[" + ", ".join(f"coalesce(sum({m}) FILTER (WHERE ts % 60 = {HOT_GRAIN * i}), 0)::BIGINT"
                             for i in range(HOT_SLOTS)) + f"] AS {m}" for m in MEASURES)
