@@ -442,22 +442,47 @@ def leave_last_hour_hot(store: DuckDBStore, end: int) -> int:
     return int(n)
 
 
-def table_bytes(cur, table: str) -> int:
-    """Bytes of a table's segments in the file, from `pragma storage_info` block offsets.
+def mark_compacted(store: DuckDBStore, upto: int) -> None:
+    """The build writes f_s directly: record what hourly compaction would have, every second
+    before `upto` settled (sort_seconds re-sorts only days compaction has closed)."""
+    store._cur.execute("INSERT OR REPLACE INTO meta VALUES ('compacted_upto', ?)", [str(upto)])
+    store._compacted = max(store._compacted, upto)
+
+
+def row_group_bytes(cur, table: str) -> dict[int, int]:
+    """Bytes of each row group's segments in the file, from `pragma storage_info` block offsets.
 
     Segments are packed into 256 KiB blocks; each is charged up to the next segment's
     offset in its block (the last one to the block's end, so this slightly over-counts)."""
-    rows = cur.execute(f"SELECT block_id, block_offset, additional_block_ids FROM pragma_storage_info('{table}') "
-                       "WHERE block_id >= 0").fetchall()
-    blocks: dict[int, list[int]] = {}
-    total = 0
-    for b, off, extra in rows:
-        blocks.setdefault(b, []).append(off)
-        total += 262144 * len(extra or [])
-    for offs in blocks.values():
-        offs.sort()
-        total += sum((offs[i + 1] if i + 1 < len(offs) else 262144) - o for i, o in enumerate(offs))
-    return total
+    rows = cur.execute(f"SELECT row_group_id, block_id, block_offset, additional_block_ids "
+                       f"FROM pragma_storage_info('{table}') WHERE block_id >= 0").fetchall()
+    blocks: dict[int, list[tuple[int, int]]] = {}
+    out: dict[int, int] = {}
+    for rg, b, off, extra in rows:
+        blocks.setdefault(b, []).append((off, rg))
+        out[rg] = out.get(rg, 0) + 262144 * len(extra or [])
+    for segs in blocks.values():
+        segs.sort()
+        for i, (o, rg) in enumerate(segs):
+            out[rg] += (segs[i + 1][0] if i + 1 < len(segs) else 262144) - o
+    return out
+
+
+def table_bytes(cur, table: str) -> int:
+    return sum(row_group_bytes(cur, table).values())
+
+
+def bytes_per_row_by_day(cur, table: str) -> dict[str, float]:
+    """Bytes per row of each UTC day's row groups (a row group counts for the day of its first second)."""
+    size = row_group_bytes(cur, table)
+    acc: dict[int, list[int]] = {}
+    for rg, n, st in cur.execute(f"SELECT row_group_id, count, stats FROM pragma_storage_info('{table}') "
+                                 "WHERE column_name = 'ts' AND block_id >= 0").fetchall():
+        day = int(st["min"]) // 86400 * 86400
+        a = acc.setdefault(day, [0, 0])
+        a[0] += size.get(rg, 0)
+        a[1] += n
+    return {time.strftime("%Y-%m-%d", time.gmtime(d)): b / n for d, (b, n) in sorted(acc.items()) if n}
 
 
 def time_query(fn, repeat=7) -> dict:
@@ -492,9 +517,16 @@ def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool =
         store = DuckDBStore(path)
         if srt:
             out["hot_rows"] = leave_last_hour_hot(store, end) or store.row_counts()["nfs_s_hot"]
-            # closed UTC days of the minute tier are sorted by element, as upkeep does; today's stay in time order
+            mark_compacted(store, end - 3600)
+            # closed UTC days of the minute and seconds tiers are sorted by element, as upkeep does at
+            # `end`; the day still open stays as compaction left it (each hour sorted on its own)
             while store.sort_minutes(int(time.time())):
                 pass
+            s = time.perf_counter()
+            out["seconds_sorted_rows"] = store.sort_seconds(end)
+            out["seconds_sort_s"] = time.perf_counter() - s
+            store.checkpoint()  # as upkeep does every 30 s: the old row groups' blocks are freed
+            out["seconds_sorted_upto"] = store._seconds_sorted
             store.rollup(int(time.time()))  # 5 s totals of the hot hour, when an older build lacks them
             out["minutes_sorted_upto"] = store._minutes_sorted
         store.use_totals = srt  # the arrival-order peer has no totals tables: it scans, as Loupe did before them
@@ -523,6 +555,7 @@ def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool =
                 for k in ("top10_clients_day_seconds", "top10_clients_day_auto", "top10_clients_last_hour")}
             res["table_bytes_per_row"] = {t: table_bytes(store._cur, t) / max(1, n) for t, n in
                                           store.row_counts().items() if t in ("nfs_s", "nfs_m", "nfs_h")}
+            res["seconds_bytes_per_row_by_day"] = bytes_per_row_by_day(store._cur, "nfs_s")
             # values actually stored: the non-zero measures and histogram buckets of each row
             cols = ["count", "bytes", "lat_sum"] + _hist_cols(NFS)
             res["values_per_row"] = store._cur.execute(
@@ -539,6 +572,9 @@ def bench_queries(tmp: Path, clients: int, hours: int, peer: bool, reuse: bool =
                           seconds_tier_bytes_per_value=tb["nfs_s"] / nonzero_per_row if "nfs_s" in tb else None,
                           bytes_per_value=b["bytes"] / (b["rows"] * nonzero_per_row),
                           values_per_row=nonzero_per_row,
+                          seconds_bytes_per_value_by_day={
+                              d: v / nonzero_per_row for d, v in out["sorted"].get("seconds_bytes_per_row_by_day",
+                                                                                   {}).items()},
                           note="all tiers in one file; values = non-zero measures and buckets per seconds row; "
                                + ("the seed workloads, one per client" if data == "nas" else
                                   "hash-random values: a worst case for compression"))

@@ -73,7 +73,8 @@ class Loupe:
         return out
 
     def start_background(self) -> None:
-        for target, name in ((self._upkeep, "loupe-upkeep"), (self._flusher, "loupe-flush")):
+        for target, name in ((self._upkeep, "loupe-upkeep"), (self._flusher, "loupe-flush"),
+                             (self._resorter, "loupe-resort")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -100,7 +101,7 @@ class Loupe:
                 self.store.rollup(int(now))
                 if now >= next_compact:
                     next_compact = now + 60
-                    moved = self.store.compact(int(now))
+                    moved = self.store.compact(int(now), wait=False)
                     if moved:
                         log.info("compacted %d settled seconds rows", moved)
                     resorted = self.store.sort_minutes(int(now))
@@ -111,13 +112,24 @@ class Loupe:
                     self.store.checkpoint()
                 if now >= next_prune:
                     next_prune = now + 300
-                    rep = self.store.prune(int(now))
+                    rep = self.store.prune(int(now), wait=False)
                     for k, v in rep.rows.items():
                         self.telemetry.pruned[k] += v
                     self.last_prune = dict(at=now, rows=rep.rows, bytes_before=rep.bytes_before,
                                            bytes_after=rep.bytes_after)
             except Exception:  # keep upkeep alive; the next tick retries
                 log.exception("store upkeep failed")
+
+    def _resorter(self) -> None:
+        """Closed days of seconds are rewritten sorted by element, in a thread of their own: a busy
+        server's day takes minutes, and rollups must not wait for it."""
+        while not self._stop.wait(60.0):
+            try:
+                while not self._stop.is_set() and (rows := self.store.sort_seconds(int(time.time()), wait=False)):
+                    log.info("sorted a day of the seconds tier by element (%d rows)", rows)
+            except Exception:
+                if not self._stop.is_set():  # close() interrupts a re-sort on purpose
+                    log.exception("re-sorting a day of seconds failed; it is tried again in a minute")
 
     def start_local_agent(self, url: str, *, demo: bool) -> None:
         """Run this machine's agent (and the demo NAS) in-process, posting over HTTP like any agent."""
@@ -139,6 +151,7 @@ class Loupe:
         for s in self.agent_stops:
             s.set()
         self._stop.set()
+        self.store.interrupt()
         for t in self._threads:
             t.join(timeout=5)
         self.store.close()

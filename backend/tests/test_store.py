@@ -450,6 +450,132 @@ def test_a_closed_day_of_minutes_is_sorted_by_element_without_changing_answers(t
         s2.close()
 
 
+def _sorted_seconds_store(path, day):
+    """A store with a closed, settled UTC day of seconds (plus an hour of the next), and its frames."""
+    s = DuckDBStore(path, retain={"second": 3 * 86400, "minute": 30 * 86400, "hour": 365 * 86400},
+                    clock=lambda: NOW)
+    frames = [f for k in range(0, 86400 + 3600, 601) for f in random_nfs_frames(day + k, 2, seed=k, clients=7)]
+    s.ingest(frames, received_at=day + 86400 + 3600)
+    s.compact(day + 86400 + 3600 + 200)  # every hour before day + 86400 + 3600 settles, hour by hour
+    return s, frames
+
+
+def test_a_closed_day_of_seconds_is_sorted_by_element_without_changing_answers(tmp_path):
+    day = NOW - NOW % 86400
+    now = day + 86400 + 3600 + 200
+    s, frames = _sorted_seconds_store(tmp_path / "d.duckdb", day)
+    s2 = DuckDBStore(tmp_path / "ref.duckdb", clock=lambda: NOW)  # the same data, never re-sorted
+    s2.ingest(frames, received_at=day + 86400 + 3600)
+    s2.compact(now)
+    span = f"ts >= {day} AND ts < {day + 86400}"
+    try:
+        q = f"SELECT host, client, ts, file, count, lat_sum, l20 FROM nfs_s WHERE {span} ORDER BY rowid"
+        before = s._cur.execute(q).fetchall()
+        assert before != sorted(before)  # hour by hour: a client's day is 24 runs
+        total = s._cur.execute("SELECT count(*), sum(count), sum(bytes) FROM nfs_s").fetchall()
+        assert s.sort_seconds(now) == len(before) > 1000
+        after = s._cur.execute(q).fetchall()
+        assert sorted(after) == sorted(before)  # the same rows, each once,
+        assert [r[:4] for r in after] == sorted(r[:4] for r in before)  # in (host, client, ts, file) order
+        assert s._cur.execute("SELECT count(*), sum(count), sum(bytes) FROM nfs_s").fetchall() == total
+        assert s.sort_seconds(now) == 0  # the next day is still open
+        wins = [Window(day, day + 86400, 300, "second"), Window(day + 3600, day + 86400 + 3600, 120, "second")]
+        stats = [stat(by="client"), stat(by="file", client=["10.0.0.3"]), stat(BYTES, by="op")]
+        for st in stats:
+            for w in wins:
+                _same(s.aggregate(st, w, 3), s2.aggregate(st, w, 3))
+        assert s.heatmap(stat(), "latency", wins[0]).cells == s2.heatmap(stat(), "latency", wins[0]).cells
+        late = random_nfs_frames(day + 7, 1, seed=99, clients=7, source="late@h")  # into the sorted day
+        for x in (s, s2):
+            x.ingest(late, received_at=now)
+            x.compact(now + 3600)
+        for st in stats:
+            _same(s.aggregate(st, wins[0], 3), s2.aggregate(st, wins[0], 3))
+        s.close()
+        s = DuckDBStore(tmp_path / "d.duckdb", clock=lambda: NOW)
+        assert s._seconds_sorted == day + 86400  # remembered: the day is not rewritten again
+        assert s.sort_seconds(now + 3600) == 0
+    finally:
+        s.close()
+        s2.close()
+
+
+def test_a_failed_sort_of_seconds_keeps_the_day_and_ingest_goes_on_beside_it(tmp_path):
+    """The re-sort is one transaction, and runs outside the write lock: a flush commits while it
+    is open, and a failure part-way leaves every row where it was, to be sorted again later."""
+    import threading
+
+    day = NOW - NOW % 86400
+    now = day + 86400 + 3600 + 200
+    s, _ = _sorted_seconds_store(tmp_path / "d.duckdb", day)
+    real = s._resort
+    flushed = []
+
+    def ingest_beside(cur, table, order, d):
+        n = real(cur, table, order, d)
+        if table == "nfs_s":  # the day is rewritten, uncommitted: another thread ingests and flushes
+            def other():
+                s.ingest(random_nfs_frames(now - 100, 3, seed=5, source="beside@h"), received_at=now)
+                flushed.append(s.flush())
+                flushed.append(s.compact(now, wait=False))  # compaction waits its turn
+            t = threading.Thread(target=other)
+            t.start()
+            t.join(timeout=30)
+            assert not t.is_alive(), "a flush waited for the re-sort"
+            raise RuntimeError("disk full")
+        return n
+
+    q = "SELECT count(*), sum(count), sum(bytes), sum(l20) FROM nfs_s"
+    total = s._cur.execute(q).fetchall()
+    order = s._cur.execute(f"SELECT ts, client FROM nfs_s WHERE ts < {day + 86400} ORDER BY rowid").fetchall()
+    s._resort = ingest_beside
+    try:
+        with pytest.raises(RuntimeError, match="disk full"):
+            s.sort_seconds(now)
+        assert flushed[0] > 0 and flushed[1] == 0
+        assert s._cur.execute(q).fetchall() == total
+        assert s._cur.execute(f"SELECT ts, client FROM nfs_s WHERE ts < {day + 86400} ORDER BY rowid").fetchall() == order
+        assert s._seconds_sorted is None
+        del s._resort  # the next try succeeds
+        assert s.sort_seconds(now) == len(order)
+        assert s._cur.execute(q).fetchall() == total
+    finally:
+        s.close()
+
+
+def test_close_interrupts_a_sort_of_seconds_and_the_day_is_sorted_after_a_restart(tmp_path):
+    import threading
+
+    day = NOW - NOW % 86400
+    now = day + 86400 + 3600 + 200
+    s, _ = _sorted_seconds_store(tmp_path / "d.duckdb", day)
+    q = "SELECT count(*), sum(count), sum(bytes), sum(l20) FROM nfs_s"
+    total = s._cur.execute(q).fetchall()
+    real = s._resort
+    busy = threading.Event()
+
+    def long_resort(cur, table, order, d):  # a day that takes a while to rewrite
+        n = real(cur, table, order, d)
+        busy.set()
+        cur.execute("SELECT sum(hash(range)) FROM range(2000000000)").fetchall()  # ~13 s unless interrupted
+        return n
+
+    s._resort = long_resort
+    errors = []
+    t = threading.Thread(target=lambda: errors.append(pytest.raises(Exception, s.sort_seconds, now)))
+    t.start()
+    assert busy.wait(30)
+    s.close()  # returns promptly: the re-sort is interrupted and rolled back
+    t.join(timeout=30)
+    assert not t.is_alive() and "nterrupt" in str(errors[0].value)
+    s = DuckDBStore(tmp_path / "d.duckdb", clock=lambda: NOW)
+    try:
+        assert s._cur.execute(q).fetchall() == total and s._seconds_sorted is None
+        assert s.sort_seconds(now) > 0 and s._cur.execute(q).fetchall() == total
+    finally:
+        s.close()
+
+
 def _fast_equals_slow(store, stats, windows, top=3):
     for st in stats:
         for w in windows:

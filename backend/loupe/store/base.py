@@ -110,16 +110,23 @@ class Store(abc.ABC):
     def rollup(self, now: int) -> int:
         """Roll closed dirty periods up a tier; returns periods rolled."""
 
+    # wait=False (compact, prune, sort_seconds): return at once, having done nothing, when another
+    # of the three is rewriting the settled seconds; the upkeep loop simply tries again later.
     @abc.abstractmethod
-    def prune(self, now: int) -> PruneReport: ...
+    def prune(self, now: int, *, wait: bool = True) -> PruneReport: ...
 
     @abc.abstractmethod
-    def compact(self, now: int) -> int:
+    def compact(self, now: int, *, wait: bool = True) -> int:
         """Re-sort settled seconds for cheap per-element scans; returns rows moved."""
 
     def sort_minutes(self, now: int) -> int:
         """Lay out closed days of the minute tier for per-element reads; returns rows rewritten.
         Engines whose layout needs no upkeep have nothing to do."""
+        return 0
+
+    def sort_seconds(self, now: int, *, wait: bool = True) -> int:
+        """Lay out closed days of the seconds tier for per-element reads and compression; returns
+        rows rewritten. May take minutes: callers run it beside their other upkeep."""
         return 0
 
     @abc.abstractmethod
@@ -155,6 +162,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def worksheet_delete(self, ws_id: str) -> bool: ...
+
+    def interrupt(self) -> None:
+        """Abandon long upkeep work in progress (a re-sort), to be done again later; for shutdown."""
 
     @abc.abstractmethod
     def close(self) -> None: ...

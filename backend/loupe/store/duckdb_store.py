@@ -171,6 +171,10 @@ class DuckDBStore(Store):
             f: (self._db.execute(f"SELECT max(ts) FROM {f}_s").fetchone()[0] or -1) + 1 for f in FAMILIES}
         row = self._db.execute("SELECT value FROM meta WHERE key = 'minutes_sorted_upto'").fetchone()
         self._minutes_sorted = int(row[0]) if row else None
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'seconds_sorted_upto'").fetchone()
+        self._seconds_sorted = int(row[0]) if row else None
+        self._tlock = threading.Lock()  # held by the writers of settled seconds: compact, prune, sort_seconds
+        self._resorting: duckdb.DuckDBPyConnection | None = None  # sort_seconds' cursor while it runs
         # The stage: committed (logged) batches not yet in DuckDB. Guarded by _slock.
         self._slock = threading.Lock()
         self._llock = threading.Lock()  # the log writer; held across a group commit
@@ -1179,7 +1183,15 @@ class DuckDBStore(Store):
             if up:
                 self._dirty.add(up)
 
-    def prune(self, now: int) -> PruneReport:
+    def prune(self, now: int, *, wait: bool = True) -> PruneReport:
+        if not self._tlock.acquire(blocking=wait):  # a day of seconds is being re-sorted: next time
+            return PruneReport({}, 0, 0)
+        try:
+            return self._prune(now)
+        finally:
+            self._tlock.release()
+
+    def _prune(self, now: int) -> PruneReport:
         before = self.size_bytes()
         deleted: dict[str, int] = {}
         cut = {"s": now - self.retain["second"], "m": now - self.retain["minute"], "h": now - self.retain["hour"]}
@@ -1198,7 +1210,15 @@ class DuckDBStore(Store):
             log.info("pruned %s rows (%s); store %d -> %d bytes", sum(deleted.values()), deleted, before, after)
         return PruneReport(deleted, before, after)
 
-    def compact(self, now: int) -> int:
+    def compact(self, now: int, *, wait: bool = True) -> int:
+        if not self._tlock.acquire(blocking=wait):  # a day of seconds is being re-sorted: next time
+            return 0
+        try:
+            return self._compact(now)
+        finally:
+            self._tlock.release()
+
+    def _compact(self, now: int) -> int:
         cutoff = (now - 120) - (now - 120) % self.compact_every
         if cutoff <= self._compacted:
             return 0
@@ -1234,35 +1254,18 @@ class DuckDBStore(Store):
         day is rewritten sorted by the family's key (one element's day: a row group or two), and
         its ``f_k_m`` totals by (dim, host, key, ts) (the top elements' series: a few row groups).
         A late frame later re-rolls its minute as usual; only that minute is then out of order."""
-        with self._wlock:
+        with self._wlock:  # rollups rewrite minutes: none runs beside this
             upto = min([now] + [self._watermarks(f)[1] for f in FAMILIES])  # minutes before are rolled
-            upto -= upto % 86400
-            day = self._minutes_sorted
-            if day is None:  # first use: from the oldest stored minute
-                first = self._cur.execute(" UNION ALL ".join(
-                    f"SELECT min(ts) FROM {f}_m" for f in FAMILIES)).fetchall()
-                known = [t for (t,) in first if t is not None]
-                day = min(known) - min(known) % 86400 if known else upto
-            if day + 86400 > upto:
+            day = self._next_day(self._minutes_sorted, "m", upto)
+            if day is None:
                 return 0
-            span = f"ts >= {day} AND ts < {day + 86400}"
             cur = self._cur
-            rows = 0
             cur.begin()
             try:
+                rows = 0
                 for fam in FAMILIES.values():
-                    for table, order in ((f"{fam.name}_m", ", ".join(_sort_key(fam))),
-                                         (f"{fam.name}_k_m", "dim, host, key, ts")):
-                        n = cur.execute(f"SELECT count(*) FROM {table} WHERE {span}").fetchall()[0][0]
-                        if not n:
-                            continue
-                        # through an on-disk table: a day of minutes uncompressed would not fit in memory
-                        cur.execute(f"CREATE OR REPLACE TABLE sorting AS SELECT * FROM {table} WHERE {span} "
-                                    f"ORDER BY {order}")
-                        cur.execute(f"DELETE FROM {table} WHERE {span}")
-                        cur.execute(f"INSERT INTO {table} SELECT * FROM sorting")
-                        cur.execute("DROP TABLE sorting")
-                        rows += n
+                    rows += self._resort(cur, f"{fam.name}_m", ", ".join(_sort_key(fam)), day)
+                    rows += self._resort(cur, f"{fam.name}_k_m", "dim, host, key, ts", day)
                 cur.execute("INSERT OR REPLACE INTO meta VALUES ('minutes_sorted_upto', ?)", [str(day + 86400)])
                 cur.commit()
             except BaseException:
@@ -1270,6 +1273,75 @@ class DuckDBStore(Store):
                 raise
             self._minutes_sorted = day + 86400
             return rows
+
+    def sort_seconds(self, now: int, *, wait: bool = True) -> int:
+        """Re-sort one closed UTC day of the seconds tier by element; returns the rows rewritten.
+
+        Compaction sorts each hour as it settles, so a client's day is 24 short runs spread over
+        the day, each in row groups shared with many other clients. Rewritten as one run per
+        element, the day's row groups hold fewer distinct files and longer runs of each
+        dimension, and compress to about a quarter fewer bytes per row (see docs/PERFORMANCE.md).
+
+        Not under the write lock: a day of a busy server's seconds takes minutes to rewrite, and
+        flushes, rollups and queries go on beside it (queries see the old layout until the
+        commit). Compaction and prune, the other writers of ``f_s``, wait for it (``_tlock``);
+        :meth:`close` interrupts it, and an interrupted day is simply done again later."""
+        if not self._tlock.acquire(blocking=wait):
+            return 0
+        try:
+            upto = self._compacted - self._compacted % 86400  # days before are wholly settled
+            day = self._next_day(self._seconds_sorted, "s", upto)
+            if day is None:
+                return 0
+            cur = self._db.cursor()  # its own: close() interrupts it
+            self._resorting = cur
+            try:
+                rows = 0
+                cur.begin()
+                # A day partly pruned already is gone within a day: not worth rewriting.
+                if day >= now - self.retain["second"]:
+                    for fam in FAMILIES.values():
+                        rows += self._resort(cur, f"{fam.name}_s", ", ".join(_sort_key(fam)), day)
+                cur.execute("INSERT OR REPLACE INTO meta VALUES ('seconds_sorted_upto', ?)", [str(day + 86400)])
+                cur.commit()
+            except BaseException:
+                cur.rollback()
+                raise
+            finally:
+                self._resorting = None
+                cur.close()
+            self._seconds_sorted = day + 86400
+            return rows
+        finally:
+            self._tlock.release()
+
+    def _next_day(self, done: int | None, tier: str, upto: int) -> int | None:
+        """The UTC day to sort next in `tier`, if it closed before `upto`: the day after `done`, or
+        on first use the oldest stored one."""
+        upto -= upto % 86400
+        day = done
+        if day is None:
+            known = [t for (t,) in self._cur.execute(" UNION ALL ".join(
+                f"SELECT min(ts) FROM {f}_{tier}" for f in FAMILIES)).fetchall() if t is not None]
+            day = min(known) - min(known) % 86400 if known else upto
+        return day if day + 86400 <= upto else None
+
+    @staticmethod
+    def _resort(cur, table: str, order: str, day: int) -> int:
+        """Rewrite `table`'s rows of one day in `order`, inside the caller's transaction.
+
+        The sorted copy is appended first, then the old rows are deleted by row id: rows this
+        transaction appended have row ids above every committed one until it commits. One write
+        of the day, and the old row groups, wholly deleted, are free for reuse at the checkpoint."""
+        span = f"ts >= {day} AND ts < {day + 86400}"
+        last, n = cur.execute(f"SELECT max(rowid), count(*) FILTER (WHERE {span}) FROM {table}").fetchone()
+        if not n:
+            return 0
+        cur.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE {span} ORDER BY {order}")
+        gone = cur.execute(f"DELETE FROM {table} WHERE {span} AND rowid <= {last}").fetchone()[0]
+        if gone != n:  # the copy would be lost or doubled: keep the day as it was
+            raise RuntimeError(f"re-sorting {table}: deleted {gone} old rows of {n}")
+        return int(n)
 
     def checkpoint(self) -> None:
         with self._wlock:
@@ -1372,14 +1444,29 @@ class DuckDBStore(Store):
             n = self._cur.execute("DELETE FROM worksheets WHERE id = ?", [ws_id]).fetchone()[0]
         return bool(n)
 
-    def close(self) -> None:
-        with self._wlock:
+    def interrupt(self) -> None:
+        sorting = self._resorting
+        if sorting is not None:  # minutes of work left, perhaps: it rolls back and is redone later
             try:
-                self.flush()
-                self._checkpoint()
-            finally:
-                self._log.close()
-                self._db.close()
+                sorting.interrupt()
+            except duckdb.Error:
+                pass
+
+    def close(self) -> None:
+        # An interrupt that lands between two statements of a re-sort is lost: repeat it until
+        # the re-sort has rolled back and let go.
+        while not self._tlock.acquire(timeout=0.05):
+            self.interrupt()
+        try:
+            with self._wlock:
+                try:
+                    self.flush()
+                    self._checkpoint()
+                finally:
+                    self._log.close()
+                    self._db.close()
+        finally:
+            self._tlock.release()
 
 
 def _fmt(v: float, unit: str) -> str:
