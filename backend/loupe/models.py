@@ -217,3 +217,113 @@ class StatusResult(BaseModel):
 
 class ErrorDetail(BaseModel):
     detail: str
+
+
+# ------------------------------------------------------------------ benchmark runs
+class RunCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    host: str | None = Field(None, max_length=255, description="The NFS server's host in Loupe; all hosts if unset")
+    start: float | None = Field(None, description="Unix time the run began; now if unset")
+    command: list[str] | None = Field(None, max_length=200, description="The benchmark's command line, if known")
+
+
+class RunStop(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    end: float | None = Field(None, description="Unix time the run ended; now if unset")
+    exit_code: int | None = None
+
+
+class ClientResultModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    client: str = Field(min_length=1, max_length=255, description="The client's address, as the server sees it")
+    read_bytes: int = Field(0, ge=0)
+    write_bytes: int = Field(0, ge=0)
+    read_ops: int = Field(0, ge=0)
+    write_ops: int = Field(0, ge=0)
+    runtime: float | None = Field(None, ge=0, description="Seconds the client measured, if it said")
+
+
+class RunResultsImport(BaseModel):
+    """The clients' own results: fio's JSON report, or per-client numbers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = Field(pattern=r"^(fio|simple)$")
+    client: str | None = Field(None, max_length=255,
+                               description="fio: the client address a one-machine fio report belongs to")
+    report: dict | None = Field(None, description="fio: the output of fio --output-format=json")
+    clients: list[dict] | None = Field(None, max_length=10000, description="simple: per-client results")
+
+
+class RunPublic(BaseModel):
+    id: str
+    name: str
+    host: str | None
+    start: float
+    end: float | None = Field(description="null while the run is in progress")
+    running: bool
+    created: float
+    command: list[str] | None = None
+    exit_code: int | None = None
+    results: list[ClientResultModel] = Field(description="Imported client results, one per client")
+
+
+class RunList(BaseModel):
+    runs: list[RunPublic]
+
+
+class RunReportClient(BaseModel):
+    client: str
+    reported: dict[str, float | None]
+    wire: dict[str, float | None]
+    bytes_agreement_pct: float | None = Field(description="wire bytes as % of reported bytes")
+    ops_agreement_pct: float | None
+    reported_bytes_per_s: float
+    wire_bytes_per_s: float
+    reported_ops_per_s: float
+    wire_ops_per_s: float
+    cache_read_bytes: int = Field(description="reported read bytes that never crossed the wire")
+    start_offset_s: int | None = Field(description="seconds from the run's start to the client's first I/O")
+    end_offset_s: int | None = Field(description="seconds from the client's last I/O to the run's end")
+    straggler: bool
+    passed: bool
+    reasons: list[str]
+
+
+class RunReportTotal(BaseModel):
+    reported_bytes: int
+    wire_bytes: int
+    reported_ops: int
+    wire_ops: int
+    bytes_agreement_pct: float | None
+    ops_agreement_pct: float | None
+    reported_bytes_per_s: float
+    wire_bytes_per_s: float
+
+
+class RunReportSkew(BaseModel):
+    start_spread_s: int | None
+    end_spread_s: int | None
+    ramp_up_s: int | None = Field(description="from the run's start until the last client began I/O")
+    tail_s: int | None = Field(description="from the first client's last I/O to the run's end")
+    stragglers: list[str]
+
+
+class RunReport(BaseModel):
+    run: RunPublic
+    start: int
+    end: int
+    seconds: int
+    tolerance_pct: float
+    check_ops: bool
+    verdict: str = Field(description="pass, fail, or 'no results' before any client results are imported")
+    failed: list[str]
+    clients: list[RunReportClient]
+    total: RunReportTotal
+    skew: RunReportSkew
+    unreported_clients: list[str] = Field(description="clients seen on the wire with no imported result")
+    notes: list[str] = Field(default_factory=list)

@@ -20,7 +20,7 @@ from ..config import Settings
 from ..query import QueryError
 from ..service import Loupe
 from ..store.base import StoreUnavailable
-from .routes import ingest, live, metrics, prom, query, sources, status, worksheets
+from .routes import ingest, live, metrics, prom, query, sources, runs, status, worksheets
 
 log = logging.getLogger("loupe")
 
@@ -31,6 +31,7 @@ api.include_router(ingest.router)
 api.include_router(sources.router)
 api.include_router(status.router)
 api.include_router(worksheets.router)
+api.include_router(runs.router)
 api.include_router(live.router)
 
 

@@ -163,6 +163,19 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def worksheet_delete(self, ws_id: str) -> bool: ...
 
+    # Benchmark runs: `spec` is the run's JSON (results, command, ...); `end` is None while it runs.
+    @abc.abstractmethod
+    def run_put(self, run_id: str, name: str, start: float, end: float | None, created: float, spec: str) -> None: ...
+
+    @abc.abstractmethod
+    def run_get(self, run_id: str) -> dict | None: ...
+
+    @abc.abstractmethod
+    def run_list(self) -> list[dict]: ...
+
+    @abc.abstractmethod
+    def run_delete(self, run_id: str) -> bool: ...
+
     def interrupt(self) -> None:
         """Abandon long upkeep work in progress (a re-sort), to be done again later; for shutdown."""
 

@@ -232,6 +232,8 @@ class DuckDBStore(Store):
             "CREATE TABLE IF NOT EXISTS worksheets (id VARCHAR PRIMARY KEY, name VARCHAR, owner VARCHAR,"
             " created DOUBLE, updated DOUBLE, spec VARCHAR)"
         )
+        db.execute("CREATE TABLE IF NOT EXISTS runs (id VARCHAR PRIMARY KEY, name VARCHAR, start DOUBLE, stop DOUBLE,"
+                   " created DOUBLE, spec VARCHAR)")
         db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         # The ingest log's records up to this LSN are in the tables (one row; see flush()).
         db.execute("CREATE TABLE IF NOT EXISTS ingest_mark (lsn BIGINT NOT NULL)")
@@ -1427,13 +1429,15 @@ class DuckDBStore(Store):
         with self._wlock:
             self._cur.execute(
                 "INSERT OR REPLACE INTO worksheets VALUES (?, ?, ?, ?, ?, ?)", [ws_id, name, owner, created, updated, spec]
-            )
+            ).fetchall()
 
     def _ws(self, row) -> dict:
         return dict(zip(("id", "name", "owner", "created", "updated", "spec"), row))
 
     def worksheet_get(self, ws_id: str) -> dict | None:
-        row = self._cur.execute("SELECT * FROM worksheets WHERE id = ?", [ws_id]).fetchone()
+        # fetchall: a result left open keeps its transaction, and a CHECKPOINT is refused meanwhile
+        rows = self._cur.execute("SELECT * FROM worksheets WHERE id = ?", [ws_id]).fetchall()
+        row = rows[0] if rows else None
         return self._ws(row) if row else None
 
     def worksheet_list(self) -> list[dict]:
@@ -1443,6 +1447,25 @@ class DuckDBStore(Store):
         with self._wlock:
             n = self._cur.execute("DELETE FROM worksheets WHERE id = ?", [ws_id]).fetchone()[0]
         return bool(n)
+
+    # ---------------------------------------------------------------- runs
+    _RUN = ("id", "name", "start", "end", "created", "spec")
+
+    def run_put(self, run_id: str, name: str, start: float, end: float | None, created: float, spec: str) -> None:
+        with self._wlock:
+            self._cur.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                              [run_id, name, start, end, created, spec]).fetchall()
+
+    def run_get(self, run_id: str) -> dict | None:
+        rows = self._cur.execute("SELECT * FROM runs WHERE id = ?", [run_id]).fetchall()
+        return dict(zip(self._RUN, rows[0])) if rows else None
+
+    def run_list(self) -> list[dict]:
+        return [dict(zip(self._RUN, r)) for r in self._cur.execute("SELECT * FROM runs ORDER BY start DESC").fetchall()]
+
+    def run_delete(self, run_id: str) -> bool:
+        with self._wlock:
+            return self._cur.execute("DELETE FROM runs WHERE id = ?", [run_id]).fetchone()[0] > 0
 
     def interrupt(self) -> None:
         sorting = self._resorting

@@ -106,6 +106,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List benchmark runs, newest first */
+        get: operations["list_runs_api_v1_runs_get"];
+        put?: never;
+        /** Start a run (mark its beginning) */
+        post: operations["start_run_api_v1_runs_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Run */
+        get: operations["get_run_api_v1_runs__run_id__get"];
+        put?: never;
+        post?: never;
+        /** Delete Run */
+        delete: operations["delete_run_api_v1_runs__run_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Client-reported vs wire-observed, per client and in total */
+        get: operations["run_report_api_v1_runs__run_id__report_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import the clients' own results (fio JSON, or per-client numbers) */
+        post: operations["import_results_api_v1_runs__run_id__results_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/results.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import the clients' own results as CSV: client,read_bytes,write_bytes,read_ops,write_ops[,runtime] */
+        post: operations["import_results_csv_api_v1_runs__run_id__results_csv_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End a run */
+        post: operations["stop_run_api_v1_runs__run_id__stop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sources": {
         parameters: {
             query?: never;
@@ -373,6 +477,39 @@ export interface components {
              * @description inclusive lower bound, in the histogram's unit
              */
             lo: number;
+        };
+        /** ClientResultModel */
+        ClientResultModel: {
+            /**
+             * Client
+             * @description The client's address, as the server sees it
+             */
+            client: string;
+            /**
+             * Read Bytes
+             * @default 0
+             */
+            read_bytes: number;
+            /**
+             * Read Ops
+             * @default 0
+             */
+            read_ops: number;
+            /**
+             * Runtime
+             * @description Seconds the client measured, if it said
+             */
+            runtime?: number | null;
+            /**
+             * Write Bytes
+             * @default 0
+             */
+            write_bytes: number;
+            /**
+             * Write Ops
+             * @default 0
+             */
+            write_ops: number;
         };
         /**
          * Columns
@@ -663,6 +800,216 @@ export interface components {
              * @default 0
              */
             lat_sum: number;
+        };
+        /** RunCreate */
+        RunCreate: {
+            /**
+             * Command
+             * @description The benchmark's command line, if known
+             */
+            command?: string[] | null;
+            /**
+             * Host
+             * @description The NFS server's host in Loupe; all hosts if unset
+             */
+            host?: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Start
+             * @description Unix time the run began; now if unset
+             */
+            start?: number | null;
+        };
+        /** RunList */
+        RunList: {
+            /** Runs */
+            runs: components["schemas"]["RunPublic"][];
+        };
+        /** RunPublic */
+        RunPublic: {
+            /** Command */
+            command?: string[] | null;
+            /** Created */
+            created: number;
+            /**
+             * End
+             * @description null while the run is in progress
+             */
+            end: number | null;
+            /** Exit Code */
+            exit_code?: number | null;
+            /** Host */
+            host: string | null;
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+            /**
+             * Results
+             * @description Imported client results, one per client
+             */
+            results: components["schemas"]["ClientResultModel"][];
+            /** Running */
+            running: boolean;
+            /** Start */
+            start: number;
+        };
+        /** RunReport */
+        RunReport: {
+            /** Check Ops */
+            check_ops: boolean;
+            /** Clients */
+            clients: components["schemas"]["RunReportClient"][];
+            /** End */
+            end: number;
+            /** Failed */
+            failed: string[];
+            /** Notes */
+            notes?: string[];
+            run: components["schemas"]["RunPublic"];
+            /** Seconds */
+            seconds: number;
+            skew: components["schemas"]["RunReportSkew"];
+            /** Start */
+            start: number;
+            /** Tolerance Pct */
+            tolerance_pct: number;
+            total: components["schemas"]["RunReportTotal"];
+            /**
+             * Unreported Clients
+             * @description clients seen on the wire with no imported result
+             */
+            unreported_clients: string[];
+            /**
+             * Verdict
+             * @description pass, fail, or 'no results' before any client results are imported
+             */
+            verdict: string;
+        };
+        /** RunReportClient */
+        RunReportClient: {
+            /**
+             * Bytes Agreement Pct
+             * @description wire bytes as % of reported bytes
+             */
+            bytes_agreement_pct: number | null;
+            /**
+             * Cache Read Bytes
+             * @description reported read bytes that never crossed the wire
+             */
+            cache_read_bytes: number;
+            /** Client */
+            client: string;
+            /**
+             * End Offset S
+             * @description seconds from the client's last I/O to the run's end
+             */
+            end_offset_s: number | null;
+            /** Ops Agreement Pct */
+            ops_agreement_pct: number | null;
+            /** Passed */
+            passed: boolean;
+            /** Reasons */
+            reasons: string[];
+            /** Reported */
+            reported: {
+                [key: string]: number | null;
+            };
+            /** Reported Bytes Per S */
+            reported_bytes_per_s: number;
+            /** Reported Ops Per S */
+            reported_ops_per_s: number;
+            /**
+             * Start Offset S
+             * @description seconds from the run's start to the client's first I/O
+             */
+            start_offset_s: number | null;
+            /** Straggler */
+            straggler: boolean;
+            /** Wire */
+            wire: {
+                [key: string]: number | null;
+            };
+            /** Wire Bytes Per S */
+            wire_bytes_per_s: number;
+            /** Wire Ops Per S */
+            wire_ops_per_s: number;
+        };
+        /** RunReportSkew */
+        RunReportSkew: {
+            /** End Spread S */
+            end_spread_s: number | null;
+            /**
+             * Ramp Up S
+             * @description from the run's start until the last client began I/O
+             */
+            ramp_up_s: number | null;
+            /** Start Spread S */
+            start_spread_s: number | null;
+            /** Stragglers */
+            stragglers: string[];
+            /**
+             * Tail S
+             * @description from the first client's last I/O to the run's end
+             */
+            tail_s: number | null;
+        };
+        /** RunReportTotal */
+        RunReportTotal: {
+            /** Bytes Agreement Pct */
+            bytes_agreement_pct: number | null;
+            /** Ops Agreement Pct */
+            ops_agreement_pct: number | null;
+            /** Reported Bytes */
+            reported_bytes: number;
+            /** Reported Bytes Per S */
+            reported_bytes_per_s: number;
+            /** Reported Ops */
+            reported_ops: number;
+            /** Wire Bytes */
+            wire_bytes: number;
+            /** Wire Bytes Per S */
+            wire_bytes_per_s: number;
+            /** Wire Ops */
+            wire_ops: number;
+        };
+        /**
+         * RunResultsImport
+         * @description The clients' own results: fio's JSON report, or per-client numbers.
+         */
+        RunResultsImport: {
+            /**
+             * Client
+             * @description fio: the client address a one-machine fio report belongs to
+             */
+            client?: string | null;
+            /**
+             * Clients
+             * @description simple: per-client results
+             */
+            clients?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Format */
+            format: string;
+            /**
+             * Report
+             * @description fio: the output of fio --output-format=json
+             */
+            report?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /** RunStop */
+        RunStop: {
+            /**
+             * End
+             * @description Unix time the run ended; now if unset
+             */
+            end?: number | null;
+            /** Exit Code */
+            exit_code?: number | null;
         };
         /** Series */
         Series: {
@@ -1209,6 +1556,303 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["QueryResult"];
                 };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_runs_api_v1_runs_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunList"];
+                };
+            };
+        };
+    };
+    start_run_api_v1_runs_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_run_api_v1_runs__run_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description No such run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    delete_run_api_v1_runs__run_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    run_report_api_v1_runs__run_id__report_get: {
+        parameters: {
+            query?: {
+                /** @description Allowed difference, in % */
+                tolerance?: number;
+                /** @description Also require ops to agree (NFS splits I/Os beyond rsize/wsize) */
+                check_ops?: boolean;
+                format?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunReport"];
+                };
+            };
+            /** @description No such run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    import_results_api_v1_runs__run_id__results_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunResultsImport"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description No such run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    import_results_csv_api_v1_runs__run_id__results_csv_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description No such run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    stop_run_api_v1_runs__run_id__stop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunStop"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPublic"];
+                };
+            };
+            /** @description No such run */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Validation Error */
             422: {
