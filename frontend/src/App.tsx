@@ -2,6 +2,7 @@
 import { useSources, useStatus } from './api/hooks'
 import { useLiveState } from './api/live'
 import { SourcesMenu } from './components/SourcesMenu'
+import { RunsPage, openRuns } from './pages/RunsPage'
 import { SourcesPage, openSources } from './pages/SourcesPage'
 import { StatusPage } from './pages/StatusPage'
 import { WorksheetPage } from './pages/WorksheetPage'
@@ -36,7 +37,7 @@ function LiveIndicator() {
 export function App() {
   const { path } = useLocation()
   const route = path.replace(/\/+$/, '')
-  const page = route === '/status' ? 'status' : route === '/sources' ? 'sources' : 'worksheet'
+  const page = route === '/status' ? 'status' : route === '/sources' ? 'sources' : route === '/runs' ? 'runs' : 'worksheet'
   return (
     <div className="app">
       <header className="header">
@@ -88,6 +89,17 @@ export function App() {
           >
             Sources
           </a>
+          <a
+            href="/runs"
+            className={page === 'runs' ? 'active' : ''}
+            data-testid="nav-runs"
+            onClick={(e) => {
+              e.preventDefault()
+              openRuns()
+            }}
+          >
+            Runs
+          </a>
         </nav>
         <div className="header-right">
           <DemoLabel />
@@ -95,7 +107,7 @@ export function App() {
           <SourcesMenu />
         </div>
       </header>
-      {page === 'status' ? <StatusPage /> : page === 'sources' ? <SourcesPage /> : <WorksheetPage />}
+      {page === 'status' ? <StatusPage /> : page === 'sources' ? <SourcesPage /> : page === 'runs' ? <RunsPage /> : <WorksheetPage />}
     </div>
   )
 }

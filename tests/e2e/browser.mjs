@@ -27,3 +27,12 @@ export async function launch() {
     ],
   })
 }
+
+/** A page with the tests' defaults; console errors (except those matching `expected`) and page errors go to `errors`. */
+export async function newPage(browser, viewport, errors, expected = []) {
+  const page = await browser.newPage({ viewport })
+  page.setDefaultTimeout(15_000)
+  page.on('console', (m) => m.type() === 'error' && !expected.some((re) => re.test(m.text())) && errors.push(m.text()))
+  page.on('pageerror', (e) => errors.push(String(e)))
+  return page
+}

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { launch } from './browser.mjs'
+import { launch, newPage } from './browser.mjs'
 import { repoRoot, setupProblem, startLoupe, until } from './server.mjs'
 
 const shots = join(repoRoot, 'tests/artifacts/e2e')
@@ -23,10 +23,7 @@ describe('Loupe worksheet in Chromium', { skip: skip ?? false }, () => {
     mkdirSync(shots, { recursive: true })
     server = await startLoupe()
     browser = await launch()
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
-    page.setDefaultTimeout(15_000)
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
-    page.on('pageerror', (e) => consoleErrors.push(String(e)))
+    page = await newPage(browser, { width: 1280, height: 800 }, consoleErrors)
   })
 
   after(async () => {

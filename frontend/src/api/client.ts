@@ -18,6 +18,9 @@ export type StatusTile = Schemas['StatusTile']
 export type WorksheetPublic = Schemas['WorksheetPublic']
 export type WorksheetCreate = Schemas['WorksheetCreate']
 export type WorksheetStatistic = Schemas['WorksheetStatistic']
+export type RunPublic = Schemas['RunPublic']
+export type RunReport = Schemas['RunReport']
+export type RunReportClient = Schemas['RunReportClient']
 
 export const api = createClient<paths>({ baseUrl: '' })
 

@@ -3,7 +3,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { withSource, type Action } from '../lib/sources'
 import type { Statistic, WorksheetState } from '../state/url'
 import { apiRange, rangeSeconds } from '../state/url'
-import { api, unwrap, type SourceList } from './client'
+import { ApiError, api, unwrap, type Schemas, type SourceList } from './client'
 
 /** where {client: [a, b]} -> ["client=a,b"], the API's repeatable filter parameter. */
 export function whereParams(where: Record<string, string[]> | undefined): string[] {
@@ -169,5 +169,63 @@ export function useWorksheets(enabled: boolean) {
     queryKey: ['worksheets'],
     enabled,
     queryFn: async () => unwrap(await api.GET('/api/v1/worksheets')),
+  })
+}
+
+// ------------------------------------------------------------------ benchmark runs
+export function useRuns() {
+  return useQuery({
+    queryKey: ['runs'],
+    queryFn: async () => unwrap(await api.GET('/api/v1/runs')).runs,
+    refetchInterval: 5_000,
+  })
+}
+
+/** The report of an ended run (a running one has none yet). */
+export function useRunReport(id: string | null, tolerance: number, ended: boolean) {
+  return useQuery({
+    queryKey: ['run-report', id, tolerance],
+    queryFn: async () => unwrap(await api.GET('/api/v1/runs/{run_id}/report', { params: { path: { run_id: id! }, query: { tolerance } } })),
+    enabled: id !== null && ended,
+    placeholderData: keepPreviousData,
+  })
+}
+
+function useRunMutation<A, R>(fn: (a: A) => Promise<R>) {
+  const client = useQueryClient()
+  return useMutation({
+    mutationFn: fn,
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: ['runs'] })
+      void client.invalidateQueries({ queryKey: ['run-report'] })
+    },
+  })
+}
+
+export function useStartRun() {
+  return useRunMutation(async (name: string) => unwrap(await api.POST('/api/v1/runs', { body: { name } })))
+}
+
+export function useStopRun() {
+  return useRunMutation(async (id: string) => unwrap(await api.POST('/api/v1/runs/{run_id}/stop', { params: { path: { run_id: id } }, body: {} })))
+}
+
+export function useDeleteRun() {
+  return useRunMutation(async (id: string) => {
+    const r = await api.DELETE('/api/v1/runs/{run_id}', { params: { path: { run_id: id } } })
+    if (!r.response.ok) unwrap(r)
+  })
+}
+
+/** Import pasted results: JSON through the typed client, CSV as text/csv. */
+export function useImportResults() {
+  return useRunMutation(async ({ id, request }: { id: string; request: { csv: string } | { body: Schemas['RunResultsImport'] } }) => {
+    if ('csv' in request) {
+      const r = await fetch(`/api/v1/runs/${encodeURIComponent(id)}/results.csv`, { method: 'POST', headers: { 'content-type': 'text/csv' }, body: request.csv })
+      const body = await r.json().catch(() => ({}))
+      if (!r.ok) throw new ApiError(typeof body.detail === 'string' ? body.detail : `${r.status} ${r.statusText}`, r.status)
+      return body
+    }
+    return unwrap(await api.POST('/api/v1/runs/{run_id}/results', { params: { path: { run_id: id } }, body: request.body }))
   })
 }

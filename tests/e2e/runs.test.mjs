@@ -1,0 +1,122 @@
+// Benchmark runs end to end: mark a run in the UI while the demo NAS serves its clients,
+// import the clients' own results (one of them forged 30 % high), and read the verdict.
+import assert from 'node:assert/strict'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { launch, newPage } from './browser.mjs'
+import { repoRoot, setupProblem, startLoupe, until } from './server.mjs'
+
+const shots = join(repoRoot, 'tests/artifacts/e2e')
+const skip = setupProblem()
+if (skip) it(`end-to-end runs page (skipped: ${skip})`, { skip }, () => {})
+
+async function api(base, path, init) {
+  const r = await fetch(base + path, init)
+  const body = await r.json()
+  assert.ok(r.ok, `${path}: ${r.status} ${JSON.stringify(body)}`)
+  return body
+}
+
+describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
+  let server
+  let browser
+  let page
+  const consoleErrors = []
+
+  before(async () => {
+    mkdirSync(shots, { recursive: true })
+    server = await startLoupe({
+      backfill: 0,
+      readyWhat: 'demo NFS traffic',
+      ready: async (base) => {
+        const q = await (await fetch(`${base}/api/v1/query?metric=nfs.bytes&by=client&start=-10s&end=now`)).json()
+        return q.elements >= 3
+      },
+    })
+    browser = await launch()
+    page = await newPage(browser, { width: 1280, height: 900 }, consoleErrors)
+  })
+
+  after(async () => {
+    await browser?.close().catch(() => {})
+    await server?.stop()
+  })
+
+  const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true })
+
+  it('marks a run, imports results, flags the forged client, and follows the tolerance', async () => {
+    await page.goto(server.base + '/')
+    await page.getByTestId('nav-runs').click()
+    await page.getByTestId('runs-page').waitFor()
+    await page.getByText('No runs yet').waitFor()
+
+    await page.getByTestId('run-name').fill('e2e <b>stream</b>')
+    await page.getByTestId('run-start').click()
+    const row = page.getByTestId('run-row')
+    await until('the run to be listed as running', async () => (await row.getAttribute('data-running')) === 'true')
+    const id = await row.getAttribute('data-run')
+    assert.match(page.url(), new RegExp(`/runs\\?run=${id}$`))
+    assert.equal(await page.getByTestId('run-title').textContent(), 'e2e <b>stream</b>') // text, not HTML
+    await page.getByText('The run is in progress').waitFor()
+    await page.waitForTimeout(6_000) // the demo clients keep reading and writing
+    await page.getByTestId('run-stop').click()
+    await until('the run to end', async () => (await page.getByTestId('run-state').textContent()).startsWith('ended'))
+    await until('no results verdict', async () => (await page.getByTestId('run-report').getAttribute('data-verdict')) === 'no results')
+
+    // What crossed the wire for two of the clients, once the run's last seconds are stored.
+    const probe = await api(server.base, `/api/v1/runs/${id}/report`)
+    const [a, b] = probe.unreported_clients
+    assert.ok(a && b, JSON.stringify(probe))
+    await api(server.base, `/api/v1/runs/${id}/results`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ format: 'simple', clients: [{ client: a, write_bytes: 1 }, { client: b, write_bytes: 1 }] }),
+    })
+    let wire = null
+    await until('the run window to be complete', async () => {
+      const rep = await api(server.base, `/api/v1/runs/${id}/report`)
+      const w = Object.fromEntries(rep.clients.map((c) => [c.client, c.wire]))
+      const same = wire && JSON.stringify(wire) === JSON.stringify(w)
+      wire = w
+      return same
+    }, 20_000, 1_500)
+    const honest = (c, k = 1) => ({ client: c, read_bytes: Math.round(wire[c].read_bytes * k), write_bytes: Math.round(wire[c].write_bytes * k),
+      read_ops: wire[c].read_ops, write_ops: wire[c].write_ops })
+
+    // A paste that is not JSON names the problem and changes nothing.
+    await page.getByTestId('import-text').fill('{not json')
+    await page.getByTestId('import-submit').click()
+    assert.match(await page.getByTestId('import-error').textContent(), /not JSON/)
+
+    await page.getByTestId('import-text').fill(JSON.stringify([honest(a), honest(b, 1.3)]))
+    await page.getByTestId('import-submit').click()
+    const report = page.getByTestId('run-report')
+    await until('the fail verdict', async () => (await report.getAttribute('data-verdict')) === 'fail')
+    const clientRow = (c) => page.locator(`[data-testid="run-client"][data-client="${c}"]`)
+    assert.equal(await clientRow(a).getAttribute('data-passed'), 'true')
+    assert.equal(await clientRow(a).getByTestId('client-findings').textContent(), 'agrees')
+    assert.equal(await clientRow(b).getAttribute('data-passed'), 'false')
+    assert.match(await clientRow(b).getByTestId('client-findings').textContent(), /wire bytes are 76\.9 % of reported/)
+    assert.match(await page.getByTestId('run-verdict').textContent(), new RegExp(`fail: 1 client outside ±2 % \\(${b.replaceAll('.', '\\.')}\\)`))
+    assert.equal(await page.getByTestId('total-agreement').textContent(), `${(100 * (wire[a].read_bytes + wire[a].write_bytes + wire[b].read_bytes + wire[b].write_bytes) / (honest(a).read_bytes + honest(a).write_bytes + honest(b, 1.3).read_bytes + honest(b, 1.3).write_bytes)).toFixed(1)} %`)
+    await shot('runs-report-fail')
+
+    // A looser tolerance, kept in the URL: now the same run passes.
+    await page.getByTestId('run-tolerance').fill('40')
+    await page.getByRole('button', { name: 'apply' }).click()
+    await until('the pass verdict', async () => (await report.getAttribute('data-verdict')) === 'pass')
+    assert.match(page.url(), /tol=40/)
+    await page.reload()
+    await until('the pass verdict after a reload', async () => (await page.getByTestId('run-report').getAttribute('data-verdict')) === 'pass')
+    await shot('runs-report-pass')
+
+    // The same report as CSV, and the run's window in the worksheet.
+    const csv = await (await fetch(server.base + (await page.getByTestId('run-csv').getAttribute('href')))).text()
+    assert.match(csv.split('\n')[0], /^client,reported_bytes,wire_bytes/)
+    await page.getByTestId('run-worksheet').click()
+    await until('the worksheet', async () => new URL(page.url()).pathname === '/')
+    assert.match(decodeURIComponent(page.url()), /nfs\.bytes/)
+    assert.deepEqual(consoleErrors, [])
+  })
+})
