@@ -82,3 +82,35 @@ def server_factory(tmp_path):
     yield start
     for s in started:
         s.stop(signal.SIGKILL)
+
+
+class NfsLab:
+    """The NFS lab's parts, and a `loupe serve` whose local agent runs only the NFS wire decoder."""
+
+    def __init__(self, server_factory):
+        from loupe.lab import Ganesha, Lab
+
+        self.Lab, self.Ganesha, self._servers = Lab, Ganesha, server_factory
+
+    def serve(self, lab, ganesha, export: str) -> Server:
+        s = self._servers(env={"LOUPE_LOCAL_SOURCES": "bpf.nfswire", "LOUPE_NFSWIRE_IFACES": lab.bridge,
+                               "LOUPE_NFSWIRE_MOUNT_PORT": str(ganesha.mount_port), "LOUPE_NFSWIRE_EXPORTS": export})
+        s.wait_for(lambda: any(x["name"] == "bpf.nfswire" and x["state"] == "active"
+                               for x in s.get("/api/v1/sources")["sources"]), what="bpf.nfswire active")
+        return s
+
+
+@pytest.fixture
+def nfs_lab(server_factory):
+    """The NFS lab, once it can run here: root, BPF and the lab packages."""
+    import shutil
+
+    from loupe_probes.bpf.testing import REPO, require_bpf
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: network namespaces, a bridge and BPF")
+    require_bpf(REPO / "probes" / "nfswire" / "nfswire.bpf.o")
+    missing = [t for t in ("ip", "ganesha.nfsd", "rpcbind", "nfs-cat", "nfs-cp") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (make deps installs the lab packages)")
+    return NfsLab(server_factory)

@@ -5,23 +5,8 @@ NFS bytes by client (exactly what the clients moved), that client by file, and t
 file's latency heat map."""
 
 import os
-import shutil
-import time
-
-import pytest
-
-from loupe_probes.bpf.testing import REPO, require_bpf
 
 EXPORT = "/export"
-
-
-def _require_lab():
-    if os.geteuid() != 0:
-        pytest.skip("needs root: network namespaces, a bridge and BPF")
-    require_bpf(REPO / "probes" / "nfswire" / "nfswire.bpf.o")
-    missing = [t for t in ("ip", "ganesha.nfsd", "rpcbind", "nfs-cat", "nfs-cp") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"not installed: {', '.join(missing)} (make deps installs the lab packages)")
 
 
 def _series(s, metric, by, where=(), start="-300s"):
@@ -29,15 +14,9 @@ def _series(s, metric, by, where=(), start="-300s"):
     return {x["key"]: sum(x["values"]) for x in q["series"]}
 
 
-def test_nfs_by_client_then_file_then_latency_on_real_traffic(server_factory, tmp_path):
-    _require_lab()
-    from loupe.lab import Ganesha, Lab
-
-    with Lab(clients=3) as lab, Ganesha(lab.server_ip, [EXPORT]) as g:
-        s = server_factory(env={"LOUPE_LOCAL_SOURCES": "bpf.nfswire", "LOUPE_NFSWIRE_IFACES": lab.bridge,
-                                "LOUPE_NFSWIRE_MOUNT_PORT": str(g.mount_port), "LOUPE_NFSWIRE_EXPORTS": EXPORT})
-        s.wait_for(lambda: any(x["name"] == "bpf.nfswire" and x["state"] == "active"
-                               for x in s.get("/api/v1/sources")["sources"]), what="bpf.nfswire active")
+def test_nfs_by_client_then_file_then_latency_on_real_traffic(nfs_lab, tmp_path):
+    with nfs_lab.Lab(clients=3) as lab, nfs_lab.Ganesha(lab.server_ip, [EXPORT]) as g:
+        s = nfs_lab.serve(lab, g, EXPORT)
         exp = g.export_dir(EXPORT)
         moved = {}
         for i, c in enumerate(lab.clients, 1):

@@ -1,0 +1,66 @@
+"""Benchmark-run validation on real NFS traffic: four clients in network namespaces write and
+read through nfs-ganesha during a marked run; Loupe's wire decoder must agree with what each
+client says it moved, and a client whose report is forged 30 % high must be the one flagged."""
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+EXPORT = "/export"
+MiB = 1 << 20
+
+
+def test_a_run_on_four_real_clients_validates_and_flags_the_forged_one(nfs_lab, tmp_path):
+    with nfs_lab.Lab(clients=4) as lab, nfs_lab.Ganesha(lab.server_ip, [EXPORT]) as g:
+        s = nfs_lab.serve(lab, g, EXPORT)
+        exp = g.export_dir(EXPORT)
+        work = {}
+        for i, c in enumerate(lab.clients, 1):
+            up = tmp_path / f"up{i}"
+            up.write_bytes(os.urandom(i * MiB + 4099))  # streaming write, one thread per client
+            (exp / f"data{i}.bin").write_bytes(os.urandom((5 - i) * MiB + 511))  # and a read back
+            work[c.ip] = (c, up, f"data{i}.bin")
+
+        run = s.post("/api/v1/runs", {"name": "stream write light + read", "host": None}, expect=201)
+
+        def client_io(ip):
+            c, up, name = work[ip]
+            c.run("nfs-cp", str(up), g.url(f"{EXPORT}/written-{ip}.bin", 3))
+            got = len(c.run("nfs-cat", g.url(f"{EXPORT}/{name}", 3)).stdout)
+            return {"client": ip, "write_bytes": up.stat().st_size, "read_bytes": got}  # as the client counts
+
+        with ThreadPoolExecutor(len(work)) as pool:
+            reported = list(pool.map(client_io, work))
+        # the run ends once the clients' last seconds are stored (the agent sends each second after it closes)
+        want = {r["client"]: r["write_bytes"] + r["read_bytes"] for r in reported}
+
+        def stored():
+            q = s.get("/api/v1/query", metric="nfs.bytes", by="client", start=str(int(run["start"]) - 5), end="now", step=1,
+                      top=50)
+            got = {x["key"]: round(sum(x["values"])) for x in q["series"]}
+            return got if all(got.get(ip, 0) >= n for ip, n in want.items()) else None
+
+        s.wait_for(stored, timeout=30, what=f"the clients' bytes on the wire ({want})")
+        s.post(f"/api/v1/runs/{run['id']}/stop", {"end": time.time()})
+
+        s.post(f"/api/v1/runs/{run['id']}/results", {"format": "simple", "clients": reported})
+        rep = s.get(f"/api/v1/runs/{run['id']}/report", tolerance=2)
+        assert rep["verdict"] == "pass", rep
+        assert sorted(c["client"] for c in rep["clients"]) == sorted(want) and rep["unreported_clients"] == []
+        for c in rep["clients"]:
+            assert abs(c["bytes_agreement_pct"] - 100) <= 2, c
+            assert c["wire"]["write_bytes"] == want_write(reported, c["client"]) and c["cache_read_bytes"] == 0, c
+        assert rep["total"]["wire_bytes"] == sum(want.values())
+
+        forged = lab.clients[2].ip
+        s.post(f"/api/v1/runs/{run['id']}/results", {"format": "simple", "clients": [
+            dict(r, write_bytes=round(r["write_bytes"] * 1.3), read_bytes=round(r["read_bytes"] * 1.3))
+            for r in reported if r["client"] == forged]})
+        rep = s.get(f"/api/v1/runs/{run['id']}/report", tolerance=2)
+        assert rep["verdict"] == "fail" and rep["failed"] == [forged], rep["failed"]
+        [bad] = [c for c in rep["clients"] if c["client"] == forged]
+        assert "wire bytes are 76.9 % of reported" in bad["reasons"][0], bad["reasons"]
+
+
+def want_write(reported, ip):
+    return next(r["write_bytes"] for r in reported if r["client"] == ip)
