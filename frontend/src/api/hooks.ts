@@ -1,5 +1,7 @@
 // Server state through TanStack Query: one hook per API read.
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMemo } from 'react'
+import { runAnnotations, type Annotation } from '../charts/annotations/transform'
 import { withSource, type Action } from '../lib/sources'
 import type { Statistic, WorksheetState } from '../state/url'
 import { apiRange, rangeSeconds } from '../state/url'
@@ -228,4 +230,10 @@ export function useImportResults() {
     }
     return unwrap(await api.POST('/api/v1/runs/{run_id}/results', { params: { path: { run_id: id } }, body: request.body }))
   })
+}
+
+/** Every run as a span to mark on charts (a running one reaches now). The same array until the runs change. */
+export function useRunAnnotations(): Annotation[] {
+  const runs = useRuns()
+  return useMemo(() => runAnnotations(runs.data, Date.now() / 1000), [runs.data])
 }

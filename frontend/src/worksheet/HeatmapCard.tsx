@@ -1,6 +1,6 @@
 // A heat-map card: a histogram dimension over time, with bands and who is in them.
 import { useMemo, useState } from 'react'
-import { useHeatmap, useMembers, type MembersRequest } from '../api/hooks'
+import { useHeatmap, useMembers, useRunAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
 import { bandLabel } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
@@ -15,6 +15,7 @@ import { useDrill } from './useDrill'
 
 export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardProps, 'onChange'>) {
   const q = useHeatmap(stat, view)
+  const annotations = useRunAnnotations()
   const dim = stat.by ?? 'latency'
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
   const [band, setBand] = useState<Band | null>(null)
@@ -87,6 +88,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
           valueUnit={valueUnit}
           rateUnit={unit}
           selection={band}
+          annotations={annotations}
           onSelect={setBand}
           memberDims={dims}
           memberBy={memberBy}

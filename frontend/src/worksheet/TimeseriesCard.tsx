@@ -1,7 +1,7 @@
 // A statistic card drawn over time: history from /query, then live seconds from the WebSocket.
 import { useEffect, useMemo, useRef, useState } from 'react'
 import type { MetricPublic } from '../api/client'
-import { fetchSeconds, useStatisticQuery } from '../api/hooks'
+import { fetchSeconds, useRunAnnotations, useStatisticQuery } from '../api/hooks'
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
 import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
@@ -24,6 +24,7 @@ export interface CardProps {
 
 export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove }: CardProps) {
   const q = useStatisticQuery(stat, view)
+  const annotations = useRunAnnotations()
   const [live, setLive] = useState<LiveMessage[]>([])
   const [liveError, setLiveError] = useState<string | null>(null)
   const range = rangeSeconds(view.range)
@@ -109,6 +110,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove 
           data={data}
           display={display}
           unit={unit}
+          annotations={annotations}
           by={stat.by ?? null}
           elements={q.data?.elements ?? 0}
           onPick={(row, at) => {

@@ -3,6 +3,7 @@ import { useMemo, useRef, useState, type ReactNode } from 'react'
 import type { Bucket, HeatmapResult } from '../../api/client'
 import { EChart } from '../../components/EChart'
 import { formatRate, formatShare } from '../../lib/format'
+import { annotationsText, clipAnnotations } from '../annotations/transform'
 import type { Band, HeatmapOptions } from './model'
 import { bandBetween, bandLabel, bandRate, bucketRates, toHeatmapOption } from './transform'
 
@@ -37,10 +38,10 @@ function exponentAt(r: HeatmapResult, value: unknown): number | null {
   return typeof y === 'number' ? (r.buckets[y]?.index ?? null) : null
 }
 
-export function HeatmapView({ result, valueUnit, rateUnit, selection, onSelect, memberDims, memberBy, onMemberBy, members }: Props) {
+export function HeatmapView({ result, valueUnit, rateUnit, selection, annotations, onSelect, memberDims, memberBy, onMemberBy, members }: Props) {
   const option = useMemo(
-    () => toHeatmapOption(result, { valueUnit, rateUnit, selection }),
-    [result, valueUnit, rateUnit, selection],
+    () => toHeatmapOption(result, { valueUnit, rateUnit, selection, annotations }),
+    [result, valueUnit, rateUnit, selection, annotations],
   )
   const rates = useMemo(() => bucketRates(result), [result])
   const anchor = useRef<number | null>(null)
@@ -63,7 +64,7 @@ export function HeatmapView({ result, valueUnit, rateUnit, selection, onSelect, 
           option={option}
           className="hm-chart"
           testId="heatmap-chart"
-          ariaLabel={`heat map of ${result.dim}`}
+          ariaLabel={`heat map of ${result.dim}${annotationsText(clipAnnotations(annotations ?? [], result.start, result.end))}`}
           onEvents={{
             mousedown: (e) => {
               anchor.current = exponentAt(result, e.value)

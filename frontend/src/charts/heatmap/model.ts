@@ -1,3 +1,4 @@
+import type { Annotation } from '../annotations/transform'
 // A histogram dimension over time (GET /api/v1/heatmap), and a band of its buckets.
 
 /** A band of buckets by log2 exponent, inclusive: lo <= e <= hi. */
@@ -20,6 +21,8 @@ export interface HeatmapOptions {
   /** Unit of the rate, e.g. "ops/s". */
   rateUnit: string
   selection: Band | null
+  /** Spans of time to mark (benchmark runs), in unix seconds. */
+  annotations?: Annotation[]
 }
 
 /** Dark means more: light yellow for a trickle to deep red for the busiest cells. */

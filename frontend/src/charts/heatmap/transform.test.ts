@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { HeatmapResult } from '../../api/client'
+import { ANNOTATION_KEY } from '../annotations/transform'
 import {
   bandBetween,
   bandLabel,
@@ -66,6 +67,19 @@ describe('cellData', () => {
 })
 
 describe('toHeatmapOption', () => {
+  it('marks a run over the time columns it covers, beside the band selection', () => {
+    const opt = toHeatmapOption(heatmap(), {
+      valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 11, hi: 20 }, annotations: [{ label: 'r1', from: 101, to: 103 }],
+    })
+    const series = opt.series as { id?: string; data: unknown[]; markArea?: { data: unknown[][] } }[]
+    expect(series).toHaveLength(2)
+    expect(series[0]!.markArea!.data).toHaveLength(1) // the selected band stays on the cells' series
+    expect(series[1]!.id).toBe(ANNOTATION_KEY)
+    expect(series[1]!.markArea!.data).toEqual([[{ name: 'r1', xAxis: 0.5 }, { xAxis: 2.5 }]])
+    expect((toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, annotations: [{ label: 'x', from: 0, to: 50 }] })
+      .series as unknown[]).length).toBe(1)
+  })
+
   it('draws time x bucket categories with a log colour scale', () => {
     const opt = toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: null })
     const y = opt.yAxis as { type: string; data: string[] }

@@ -5,6 +5,7 @@ import { PickRow, TopNote } from '../../components/PickRow'
 import { formatRate, formatShare } from '../../lib/format'
 import { middleEllipsis } from '../palette'
 import type { LegendRow, TimeseriesData, TimeseriesOptions } from './model'
+import { annotationsText, clipAnnotations } from '../annotations/transform'
 import { legendRows, toOption } from './transform'
 
 interface Props extends TimeseriesOptions {
@@ -16,8 +17,10 @@ interface Props extends TimeseriesOptions {
   onPick: (row: LegendRow, at: { x: number; y: number }) => void
 }
 
-export function TimeseriesView({ data, display, unit, by, elements, onPick }: Props) {
-  const option = useMemo(() => toOption(data, { display, unit }), [data, display, unit])
+export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations }: Props) {
+  const option = useMemo(() => toOption(data, { display, unit, annotations }), [data, display, unit, annotations])
+  const first = data.timestamps[0] ?? 0
+  const marked = clipAnnotations(annotations ?? [], first, (data.timestamps[data.timestamps.length - 1] ?? first) + data.step)
   const rows = useMemo(() => legendRows(data), [data])
   const byKey = useMemo(() => new Map(rows.map((r) => [r.key, r])), [rows])
   return (
@@ -26,7 +29,7 @@ export function TimeseriesView({ data, display, unit, by, elements, onPick }: Pr
         option={option}
         className="ts-chart"
         testId="timeseries-chart"
-        ariaLabel={`chart of ${rows.length} series`}
+        ariaLabel={`chart of ${rows.length} series${annotationsText(marked)}`}
         onEvents={{
           click: (e) => {
             const row = e.seriesId !== undefined ? byKey.get(e.seriesId) : undefined

@@ -1,3 +1,4 @@
+import type { Annotation } from '../annotations/transform'
 // A statistic over time, as the card keeps it: the query's history plus live seconds.
 
 export interface TimeseriesData {
@@ -44,4 +45,6 @@ export interface LegendRow {
 export interface TimeseriesOptions {
   display: 'area' | 'line'
   unit: string
+  /** Spans of time to mark (benchmark runs), in unix seconds. */
+  annotations?: Annotation[]
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { QueryResult } from '../../api/client'
+import { ANNOTATION_KEY } from '../annotations/transform'
 import { OTHER_KEY, TOTAL_KEY, type LiveMessage } from './model'
 import {
   addLive,
@@ -61,6 +62,22 @@ describe('fromQuery + stackedSeries', () => {
 })
 
 describe('toOption', () => {
+  it('marks runs in a series of their own, clipped to the chart, and leaves the stack alone', () => {
+    const annotations = [
+      { label: 'stream write', from: 90, to: 102 },
+      { label: 'later', from: 200, to: 300 },
+    ]
+    const opt = toOption(fromQuery(query()), { display: 'area', unit: 'ops/s', annotations })
+    const series = opt.series as { id: string; stack?: string; data: unknown[]; markArea?: { data: { xAxis: number; name?: string }[][] } }[]
+    expect(series).toHaveLength(4)
+    const runs = series[3]!
+    expect(runs.id).toBe(ANNOTATION_KEY)
+    expect(runs.stack).toBeUndefined()
+    expect(runs.data).toEqual([])
+    expect(runs.markArea!.data).toEqual([[{ name: 'stream write', xAxis: 100_000 }, { xAxis: 102_000 }]])
+    expect((toOption(fromQuery(query()), { display: 'area', unit: 'ops/s', annotations: [annotations[1]!] }).series as unknown[]).length).toBe(3)
+  })
+
   it('builds stacked lttb-sampled areas on a time axis', () => {
     const opt = toOption(fromQuery(query()), { display: 'area', unit: 'ops/s' })
     const series = opt.series as { stack?: string; sampling?: string; data: number[][]; areaStyle?: unknown; name: string }[]
