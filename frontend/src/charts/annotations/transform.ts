@@ -9,8 +9,22 @@ export interface Annotation {
 }
 
 export const ANNOTATION_KEY = '\u0000runs'
-export const ANNOTATION_AREA = { color: 'rgba(183,121,31,0.10)', borderColor: 'rgba(183,121,31,0.55)', borderWidth: 1 }
-export const ANNOTATION_LABEL = { show: true, position: 'insideTopLeft' as const, color: '#7a5200', fontSize: 11 }
+
+/** The fields of a series that only marks spans (id, no data, the areas): stacks, legends and
+ * other markAreas stay the chart's own. `spans` are [label, from, to] in the x axis' units. */
+export function annotationSeries(spans: [string, number, number][]) {
+  return {
+    id: ANNOTATION_KEY,
+    data: [] as never[],
+    silent: true,
+    markArea: {
+      silent: true,
+      itemStyle: { color: 'rgba(183,121,31,0.10)', borderColor: 'rgba(183,121,31,0.55)', borderWidth: 1 },
+      label: { show: true, position: 'insideTopLeft' as const, color: '#7a5200', fontSize: 11 },
+      data: spans.map(([name, from, to]) => [{ name, xAxis: from }, { xAxis: to }] as [{ name: string; xAxis: number }, { xAxis: number }]),
+    },
+  }
+}
 
 /** Each run as a span; one still running reaches `nowS`. */
 export function runAnnotations(runs: RunPublic[] | undefined, nowS: number): Annotation[] {

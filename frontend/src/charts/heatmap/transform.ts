@@ -1,7 +1,7 @@
 // Pure transforms: sparse heat-map cells -> ECharts heatmap option, bucket rates, bands.
 import type { Bucket, HeatmapResult } from '../../api/client'
 import type { ChartOption, HeatmapSeries } from '../../components/EChart'
-import { ANNOTATION_AREA, ANNOTATION_KEY, ANNOTATION_LABEL, categorySpans, clipAnnotations } from '../annotations/transform'
+import { annotationSeries, categorySpans, clipAnnotations } from '../annotations/transform'
 import { formatAmount, formatDateTime, formatRate, formatTick } from '../../lib/format'
 import { HEAT_COLORS, type Band, type BucketRate, type HeatmapOptions } from './model'
 
@@ -77,19 +77,8 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   const marks = last === undefined ? [] : categorySpans(clipAnnotations(opts.annotations ?? [], r.start, last + r.step), r.timestamps, r.step)
   const runs: HeatmapSeries[] = marks.length
     ? [
-        {
-          // A series of its own, with no cells: the band selection keeps the first one's markArea.
-          type: 'heatmap',
-          id: ANNOTATION_KEY,
-          data: [],
-          silent: true,
-          markArea: {
-            silent: true,
-            itemStyle: ANNOTATION_AREA,
-            label: ANNOTATION_LABEL,
-            data: marks.map((m) => [{ name: m.label, xAxis: m.lo }, { xAxis: m.hi }]),
-          },
-        },
+        // A series of its own, with no cells: the band selection keeps the first one's markArea.
+        { type: 'heatmap', ...annotationSeries(marks.map((m) => [m.label, m.lo, m.hi])) },
       ]
     : []
   return {

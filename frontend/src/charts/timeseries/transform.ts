@@ -1,7 +1,7 @@
 // Pure transforms: API query result + live seconds -> chart data, ECharts option, legend rows.
 import type { QueryResult } from '../../api/client'
 import type { ChartOption, LineSeries } from '../../components/EChart'
-import { ANNOTATION_AREA, ANNOTATION_KEY, ANNOTATION_LABEL, clipAnnotations } from '../annotations/transform'
+import { annotationSeries, clipAnnotations } from '../annotations/transform'
 import { formatAxis, formatRate, formatTick } from '../../lib/format'
 import { colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
 import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LiveMessage, type TimeseriesData, type TimeseriesOptions } from './model'
@@ -200,18 +200,7 @@ export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOptio
   const marks = first !== undefined && last !== undefined ? clipAnnotations(opts.annotations ?? [], first, last + d.step) : []
   if (marks.length) {
     // A series of its own, with no data: the stack and the legend stay the elements'.
-    series.push({
-      type: 'line',
-      id: ANNOTATION_KEY,
-      data: [],
-      silent: true,
-      markArea: {
-        silent: true,
-        itemStyle: ANNOTATION_AREA,
-        label: ANNOTATION_LABEL,
-        data: marks.map((a) => [{ name: a.label, xAxis: a.from * 1000 }, { xAxis: a.to * 1000 }]),
-      },
-    })
+    series.push({ type: 'line', ...annotationSeries(marks.map((a) => [a.label, a.from * 1000, a.to * 1000])) })
   }
   return {
     animation: false,
