@@ -313,6 +313,16 @@ class RunReportSkew(BaseModel):
     stragglers: list[str]
 
 
+class RunObserved(BaseModel):
+    client: str
+    read_bytes: int
+    write_bytes: int
+    read_ops: int
+    write_ops: int
+    bytes_per_s: float = Field(description="reads and writes, over the run's window")
+    ops_per_s: float
+
+
 class RunReport(BaseModel):
     run: RunPublic
     start: int
@@ -326,4 +336,5 @@ class RunReport(BaseModel):
     total: RunReportTotal
     skew: RunReportSkew
     unreported_clients: list[str] = Field(description="clients seen on the wire with no imported result")
+    observed: list[RunObserved] = Field(description="every client's reads and writes on the wire in the window")
     notes: list[str] = Field(default_factory=list)

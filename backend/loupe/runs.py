@@ -274,6 +274,10 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
             tail_s=end - 1 - min(lasts) if lasts else None,
             stragglers=[x.client for x in rows if x.straggler]),
         unreported_clients=unreported,
+        # every client seen on the wire in the window, reported or not (what two runs are compared by)
+        observed=[dict(client=c, read_bytes=w.read_bytes, write_bytes=w.write_bytes, read_ops=w.read_ops,
+                       write_ops=w.write_ops, bytes_per_s=w.bytes / secs, ops_per_s=w.ops / secs)
+                  for c, w in sorted(wire.items()) if w.bytes or w.ops],
     )
 
 

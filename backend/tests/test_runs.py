@@ -116,6 +116,8 @@ def test_report_totals_rates_and_skew():
     sk = rep["skew"]
     assert (sk["start_spread_s"], sk["end_spread_s"], sk["ramp_up_s"], sk["tail_s"]) == (4, 50, 4, 59)
     assert sk["stragglers"] == ["c"] and rep["unreported_clients"] == ["d"]
+    assert [(o["client"], o["bytes_per_s"], o["write_ops"]) for o in rep["observed"]] == [
+        ("a", 100.0, 6), ("b", 100.0, 6), ("c", 100.0, 6), ("d", 100 / 60, 1)]
     c = {x["client"]: x for x in rep["clients"]}
     assert (c["b"]["start_offset_s"], c["b"]["end_offset_s"]) == (4, 28)
 

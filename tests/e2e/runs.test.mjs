@@ -121,6 +121,32 @@ describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
     const chart = page.getByTestId('timeseries-chart').first()
     await until('the run marked on the chart', async () => /runs marked: e2e <b>stream<\/b>/.test((await chart.getAttribute('aria-label')) ?? ''))
     await shot('runs-in-worksheet')
+
+    // A second run, then the two side by side: per-client change and latency heat maps.
+    const now = Date.now() / 1000
+    const second = await api(server.base, '/api/v1/runs', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'e2e second', start: now - 5 }),
+    })
+    await api(server.base, `/api/v1/runs/${second.id}/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ end: now - 1 }) })
+    await page.getByTestId('nav-runs').click()
+    await until('both runs listed', async () => (await page.getByTestId('run-row').count()) === 2)
+    assert.equal(await page.getByTestId('run-compare').isDisabled(), true)
+    for (const r of await page.getByTestId('run-pick').all()) await r.check()
+    await page.getByTestId('run-compare').click()
+    await page.getByTestId('run-compare-view').waitFor()
+    assert.equal(await page.getByTestId('compare-b').textContent(), 'e2e <b>stream</b>')
+    assert.equal(await page.getByTestId('compare-a').textContent(), 'e2e second')
+    const rows = page.getByTestId('compare-row')
+    await until('clients in both runs', async () => (await rows.count()) >= 3)
+    const busiest = await rows.first().getAttribute('data-client')
+    assert.match(await rows.first().getByTestId('bytes-delta').textContent(), /^[+−]\d+\.\d %$/)
+    await rows.first().click()
+    assert.match(page.url(), new RegExp(`client=${busiest.replaceAll('.', '\\.')}`))
+    for (const side of ['A', 'B']) {
+      const hm = page.getByTestId(`compare-heatmap-${side}`).getByTestId('compare-heatmap-chart')
+      await until(`heat map ${side} of ${busiest}`, async () => ((await hm.getAttribute('aria-label')) ?? '').includes(`NFS latency, ${busiest}, run ${side}`))
+    }
+    await shot('runs-compare')
     assert.deepEqual(consoleErrors, [])
   })
 })

@@ -237,3 +237,22 @@ export function useRunAnnotations(): Annotation[] {
   const runs = useRuns()
   return useMemo(() => runAnnotations(runs.data, Date.now() / 1000), [runs.data])
 }
+
+/** The latency heat map of NFS operations over a run's window, of one client or all. */
+export function useRunHeatmap(run: { start: number; end: number | null } | null, client: string | null) {
+  return useQuery({
+    queryKey: ['run-heatmap', run?.start, run?.end, client],
+    queryFn: async () =>
+      unwrap(
+        await api.GET('/api/v1/heatmap', {
+          params: {
+            query: {
+              metric: 'nfs.ops', dim: 'latency', where: client ? [`client=${client}`] : [], points: 120,
+              start: String(Math.floor(run!.start)), end: String(Math.ceil(run!.end!)),
+            },
+          },
+        }),
+      ),
+    enabled: run !== null && run.end !== null,
+  })
+}

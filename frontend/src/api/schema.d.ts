@@ -826,6 +826,26 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["RunPublic"][];
         };
+        /** RunObserved */
+        RunObserved: {
+            /**
+             * Bytes Per S
+             * @description reads and writes, over the run's window
+             */
+            bytes_per_s: number;
+            /** Client */
+            client: string;
+            /** Ops Per S */
+            ops_per_s: number;
+            /** Read Bytes */
+            read_bytes: number;
+            /** Read Ops */
+            read_ops: number;
+            /** Write Bytes */
+            write_bytes: number;
+            /** Write Ops */
+            write_ops: number;
+        };
         /** RunPublic */
         RunPublic: {
             /** Command */
@@ -867,6 +887,11 @@ export interface components {
             failed: string[];
             /** Notes */
             notes?: string[];
+            /**
+             * Observed
+             * @description every client's reads and writes on the wire in the window
+             */
+            observed: components["schemas"]["RunObserved"][];
             run: components["schemas"]["RunPublic"];
             /** Seconds */
             seconds: number;

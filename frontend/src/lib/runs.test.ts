@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { agreementLevel, agreementText, decodeRunsView, durationText, encodeRunsView, resultsRequest, runState, worksheetForRun } from './runs'
+import type { RunReport } from '../api/client'
+import { agreementLevel, agreementText, compareRows, decodeRunsView, deltaText, durationText, encodeRunsView, resultsRequest, runState, worksheetForRun } from './runs'
 
 describe('runs view in the URL', () => {
   it.each([
-    ['', { run: null, tolerance: 2 }, 0],
-    ['?run=ab12&tol=5', { run: 'ab12', tolerance: 5 }, 0],
-    ['?tol=0', { run: null, tolerance: 2 }, 1],
-    ['?tol=abc&run=ab', { run: 'ab', tolerance: 2 }, 1],
-    ['?run=<script>', { run: null, tolerance: 2 }, 1],
+    ['', { run: null, tolerance: 2, compare: null, client: null }, 0],
+    ['?run=ab12&tol=5', { run: 'ab12', tolerance: 5, compare: null, client: null }, 0],
+    ['?tol=0', { run: null, tolerance: 2, compare: null, client: null }, 1],
+    ['?tol=abc&run=ab', { run: 'ab', tolerance: 2, compare: null, client: null }, 1],
+    ['?run=<script>', { run: null, tolerance: 2, compare: null, client: null }, 1],
   ])('%s', (search, view, nWarnings) => {
     const got = decodeRunsView(search)
     expect(got.view).toEqual(view)
@@ -15,7 +16,7 @@ describe('runs view in the URL', () => {
   })
   it('round-trips and leaves defaults out', () => {
     expect(encodeRunsView({ run: null, tolerance: 2 })).toBe('')
-    const v = { run: 'c0ffee', tolerance: 0.5 }
+    const v = { run: 'c0ffee', tolerance: 0.5, compare: null, client: null }
     expect(decodeRunsView(encodeRunsView(v)).view).toEqual(v)
   })
 })
@@ -67,5 +68,35 @@ describe('a run in the worksheet', () => {
     expect(ws.statistics).toEqual([{ metric: 'nfs.bytes', by: 'client', where: {}, display: 'area', top: 10 }])
     expect(worksheetForRun(0, 30).range).toBe('1m')
     expect(worksheetForRun(0, 30 * 86400).range).toBe('1w')
+  })
+})
+
+describe('comparing two runs', () => {
+  it('keeps the pair and a client in the URL, and refuses what is not two runs', () => {
+    const v = { run: null, tolerance: 2, compare: ['aa', 'bb'] as [string, string], client: '10.0.0.7' }
+    expect(encodeRunsView(v)).toBe('?cmp=aa%2Cbb&client=10.0.0.7')
+    expect(decodeRunsView(encodeRunsView(v)).view).toEqual(v)
+    expect(decodeRunsView('?cmp=aa').warnings).toHaveLength(1)
+    expect(decodeRunsView('?cmp=aa,aa').view.compare).toBeNull()
+    expect(decodeRunsView('?cmp=aa,bb&run=cc').view.run).toBeNull()
+  })
+
+  const report = (observed: [string, number, number][], passed: [string, boolean][] = []) =>
+    ({
+      observed: observed.map(([client, b, o]) => ({ client, bytes_per_s: b, ops_per_s: o, read_bytes: 0, write_bytes: 0, read_ops: 0, write_ops: 0 })),
+      clients: passed.map(([client, p]) => ({ client, passed: p })),
+    }) as unknown as RunReport
+
+  it('gives each client both runs and the change, busiest first', () => {
+    const rows = compareRows(
+      report([['a', 100, 10], ['b', 400, 40]], [['a', true]]),
+      report([['a', 150, 5], ['c', 50, 1]], [['a', false], ['c', true]]),
+    )
+    expect(rows.map((r) => r.client)).toEqual(['b', 'a', 'c'])
+    expect(rows[1]).toEqual({ client: 'a', bytesA: 100, bytesB: 150, bytesDeltaPct: 50, opsA: 10, opsB: 5, opsDeltaPct: -50, passedA: true, passedB: false })
+    expect(rows[0]).toMatchObject({ bytesB: null, bytesDeltaPct: null, passedA: null })
+    expect(deltaText(50)).toBe('+50.0 %')
+    expect(deltaText(-3)).toBe('−3.0 %')
+    expect(deltaText(null)).toBe('–')
   })
 })

@@ -1,17 +1,20 @@
 // Benchmark runs: the page's URL state and the report's wording. Pure; tested in runs.test.ts.
-import type { RunPublic, RunReportClient } from '../api/client'
+import type { RunPublic, RunReport, RunReportClient } from '../api/client'
 import { formatBytes } from './format'
 import { EMPTY_WORKSHEET, RANGES, makeStatistic, type WorksheetState } from '../state/url'
 
 export const DEFAULT_TOLERANCE = 2
 
-export type RunsView = { run: string | null; tolerance: number }
+/** One run shown (`run`), or two compared (`compare`, with `client` filtering their heat maps). */
+export type RunsView = { run: string | null; tolerance: number; compare?: [string, string] | null; client?: string | null }
 
-/** ?run=ID&tol=2 -> the view, with a warning for each part that cannot be read. */
+const RUN_ID = /^[0-9a-f]{1,64}$/
+
+/** ?run=ID&tol=2, or ?cmp=A,B&client=IP -> the view, with a warning for each part that cannot be read. */
 export function decodeRunsView(search: string): { view: RunsView; warnings: string[] } {
   const q = new URLSearchParams(search)
   const warnings: string[] = []
-  const run = q.get('run')
+  let run = q.get('run')
   let tolerance = DEFAULT_TOLERANCE
   const tol = q.get('tol')
   if (tol !== null) {
@@ -19,19 +22,75 @@ export function decodeRunsView(search: string): { view: RunsView; warnings: stri
     if (Number.isFinite(v) && v > 0 && v <= 100) tolerance = v
     else warnings.push(`tolerance '${tol}' is not a percentage in (0, 100]; using ${DEFAULT_TOLERANCE} %`)
   }
-  if (run !== null && !/^[0-9a-f]{1,64}$/.test(run)) {
+  if (run !== null && !RUN_ID.test(run)) {
     warnings.push(`'${run}' is not a run id`)
-    return { view: { run: null, tolerance }, warnings }
+    run = null
   }
-  return { view: { run, tolerance }, warnings }
+  let compare: [string, string] | null = null
+  const cmp = q.get('cmp')
+  if (cmp !== null) {
+    const ids = cmp.split(',')
+    if (ids.length === 2 && ids.every((x) => RUN_ID.test(x)) && ids[0] !== ids[1]) compare = [ids[0]!, ids[1]!]
+    else warnings.push(`'${cmp}' is not two different run ids to compare`)
+  }
+  const client = q.get('client')
+  return { view: { run: compare ? null : run, tolerance, compare, client: compare && client ? client : null }, warnings }
 }
 
 export function encodeRunsView(v: RunsView): string {
   const q = new URLSearchParams()
-  if (v.run) q.set('run', v.run)
+  if (v.compare) q.set('cmp', v.compare.join(','))
+  else if (v.run) q.set('run', v.run)
   if (v.tolerance !== DEFAULT_TOLERANCE) q.set('tol', String(v.tolerance))
+  if (v.compare && v.client) q.set('client', v.client)
   const s = q.toString()
   return s ? `?${s}` : ''
+}
+
+export interface CompareRow {
+  client: string
+  /** Wire bytes/s and ops/s in run A and B; null when the client was not on the wire in that run. */
+  bytesA: number | null
+  bytesB: number | null
+  bytesDeltaPct: number | null
+  opsA: number | null
+  opsB: number | null
+  opsDeltaPct: number | null
+  /** The client's own verdict in each run, when it reported results there. */
+  passedA: boolean | null
+  passedB: boolean | null
+}
+
+function delta(a: number | null, b: number | null): number | null {
+  return a === null || b === null || a === 0 ? null : (100 * (b - a)) / a
+}
+
+/** Per client, what crossed the wire in run A and in run B, and B's change against A; busiest first. */
+export function compareRows(a: RunReport, b: RunReport): CompareRow[] {
+  const oa = new Map(a.observed.map((o) => [o.client, o]))
+  const ob = new Map(b.observed.map((o) => [o.client, o]))
+  const pa = new Map(a.clients.map((c) => [c.client, c.passed]))
+  const pb = new Map(b.clients.map((c) => [c.client, c.passed]))
+  const clients = new Set([...oa.keys(), ...ob.keys(), ...pa.keys(), ...pb.keys()])
+  const rows = [...clients].map((client) => {
+    const x = oa.get(client)
+    const y = ob.get(client)
+    const bytesA = x?.bytes_per_s ?? null
+    const bytesB = y?.bytes_per_s ?? null
+    const opsA = x?.ops_per_s ?? null
+    const opsB = y?.ops_per_s ?? null
+    return {
+      client, bytesA, bytesB, bytesDeltaPct: delta(bytesA, bytesB), opsA, opsB, opsDeltaPct: delta(opsA, opsB),
+      passedA: pa.get(client) ?? null, passedB: pb.get(client) ?? null,
+    }
+  })
+  return rows.sort((p, q) => Math.max(q.bytesA ?? 0, q.bytesB ?? 0) - Math.max(p.bytesA ?? 0, p.bytesB ?? 0) || p.client.localeCompare(q.client))
+}
+
+/** "+12.5 %", "−3.0 %", "–". */
+export function deltaText(pct: number | null): string {
+  if (pct === null) return '–'
+  return `${pct >= 0 ? '+' : '−'}${Math.abs(pct).toFixed(1)} %`
 }
 
 /** "12 s", "4 min 05 s", "1 h 02 min"; a running run counts up to `now`. */

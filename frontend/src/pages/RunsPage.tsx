@@ -3,12 +3,16 @@
 // Client addresses, names and reasons are rendered as text, never as HTML.
 import { useEffect, useMemo, useState } from 'react'
 import type { RunPublic, RunReport } from '../api/client'
-import { useDeleteRun, useImportResults, useRunReport, useRuns, useStartRun, useStopRun } from '../api/hooks'
+import { useDeleteRun, useImportResults, useRunHeatmap, useRunReport, useRuns, useStartRun, useStopRun } from '../api/hooks'
+import { toHeatmapOption } from '../charts/heatmap/transform'
+import { EChart } from '../components/EChart'
 import { formatBytes, formatDateTime, formatRate } from '../lib/format'
 import {
   agreementLevel,
   agreementText,
+  compareRows,
   decodeRunsView,
+  deltaText,
   durationText,
   encodeRunsView,
   resultsRequest,
@@ -60,6 +64,7 @@ export function RunsPage() {
       {runs.data && runs.data.length > 0 && <RunList runs={runs.data} view={view} />}
       {view.run && runs.data && !selected && <div className="error">No run {view.run} (deleted?).</div>}
       {selected && <RunDetail key={selected.id} run={selected} view={view} />}
+      {view.compare && runs.data && <Compare runs={runs.data} view={view} pair={view.compare} />}
     </main>
   )
 }
@@ -87,12 +92,26 @@ function StartRun({ onStarted }: { onStarted: (id: string) => void }) {
 function RunList({ runs, view }: { runs: RunPublic[]; view: RunsView }) {
   const now = useNowS()
   const stop = useStopRun()
+  const [picked, setPicked] = useState<string[]>(() => view.compare ?? [])
+  const toggle = (id: string) => setPicked((p) => (p.includes(id) ? p.filter((x) => x !== id) : [...p, id].slice(-2)))
   return (
     <section className="panel" aria-label="Runs">
+      <div className="panel-head">
+        <span className="muted small">tick two ended runs to compare them</span>
+        <button
+          className="button"
+          data-testid="run-compare"
+          disabled={picked.length !== 2}
+          onClick={() => openRuns({ run: null, tolerance: view.tolerance, compare: [picked[0]!, picked[1]!], client: null })}
+        >
+          Compare
+        </button>
+      </div>
       <div className="table-scroll">
         <table className="table" data-testid="run-list">
           <thead>
             <tr>
+              <th aria-label="Compare" />
               <th>Name</th>
               <th>Started</th>
               <th className="num">Duration</th>
@@ -104,6 +123,16 @@ function RunList({ runs, view }: { runs: RunPublic[]; view: RunsView }) {
           <tbody>
             {runs.map((r) => (
               <tr key={r.id} data-testid="run-row" data-run={r.id} data-running={r.running} className={r.id === view.run ? 'selected' : ''}>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`Compare ${r.name}`}
+                    data-testid="run-pick"
+                    disabled={r.running}
+                    checked={picked.includes(r.id)}
+                    onChange={() => toggle(r.id)}
+                  />
+                </td>
                 <td>
                   <a
                     href={`/runs${encodeRunsView({ ...view, run: r.id })}`}
@@ -351,5 +380,87 @@ function ImportResults({ run }: { run: RunPublic }) {
         </div>
       )}
     </form>
+  )
+}
+
+function Compare({ runs, view, pair }: { runs: RunPublic[]; view: RunsView; pair: [string, string] }) {
+  const a = runs.find((r) => r.id === pair[0]) ?? null
+  const b = runs.find((r) => r.id === pair[1]) ?? null
+  const ra = useRunReport(a?.id ?? null, view.tolerance, !!a && !a.running)
+  const rb = useRunReport(b?.id ?? null, view.tolerance, !!b && !b.running)
+  const rows = useMemo(() => (ra.data && rb.data ? compareRows(ra.data, rb.data) : []), [ra.data, rb.data])
+  if (!a || !b) return <div className="error">A run to compare is gone (deleted?).</div>
+  if (a.running || b.running) return <div className="notice">Both runs must have ended to be compared.</div>
+  const setClient = (client: string | null) => navigate(`/runs${encodeRunsView({ ...view, client })}`, { replace: true })
+  return (
+    <section className="panel run-compare" aria-label="Compare runs" data-testid="run-compare-view">
+      <div className="panel-head">
+        <h2>
+          <span data-testid="compare-a">{a.name}</span> <span className="muted">vs</span> <span data-testid="compare-b">{b.name}</span>
+        </h2>
+        <span className="muted small">
+          {formatDateTime(a.start)} ({durationText(a.start, a.end, 0)}) · {formatDateTime(b.start)} ({durationText(b.start, b.end, 0)})
+        </span>
+      </div>
+      {(ra.error || rb.error) && <div className="error">Cannot compute a report: {(ra.error ?? rb.error)!.message}</div>}
+      <div className="table-scroll">
+        <table className="table" data-testid="compare-clients">
+          <thead>
+            <tr>
+              <th>Client</th>
+              <th className="num">A bytes/s</th>
+              <th className="num">B bytes/s</th>
+              <th className="num">B vs A</th>
+              <th className="num">A ops/s</th>
+              <th className="num">B ops/s</th>
+              <th className="num">B vs A</th>
+              <th>Verdict A / B</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr
+                key={r.client}
+                data-testid="compare-row"
+                data-client={r.client}
+                className={view.client === r.client ? 'selected clickable' : 'clickable'}
+                title="Show this client's latency in both heat maps"
+                onClick={() => setClient(view.client === r.client ? null : r.client)}
+              >
+                <td className="mono">{r.client}</td>
+                <td className="num">{formatRate(r.bytesA, 'bytes/s')}</td>
+                <td className="num">{formatRate(r.bytesB, 'bytes/s')}</td>
+                <td className="num" data-testid="bytes-delta">
+                  {deltaText(r.bytesDeltaPct)}
+                </td>
+                <td className="num">{formatRate(r.opsA, 'ops/s')}</td>
+                <td className="num">{formatRate(r.opsB, 'ops/s')}</td>
+                <td className="num">{deltaText(r.opsDeltaPct)}</td>
+                <td>
+                  {r.passedA === null ? '–' : r.passedA ? 'pass' : 'fail'} / {r.passedB === null ? '–' : r.passedB ? 'pass' : 'fail'}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <div className="compare-heatmaps">
+        <RunHeatmap run={a} client={view.client ?? null} side="A" />
+        <RunHeatmap run={b} client={view.client ?? null} side="B" />
+      </div>
+    </section>
+  )
+}
+
+function RunHeatmap({ run, client, side }: { run: RunPublic; client: string | null; side: string }) {
+  const q = useRunHeatmap(run, client)
+  const option = useMemo(() => (q.data ? toHeatmapOption(q.data, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null }) : null), [q.data])
+  const what = `NFS latency, ${client ?? 'all clients'}, run ${side} (${run.name})`
+  return (
+    <div className="compare-heatmap" data-testid={`compare-heatmap-${side}`}>
+      <div className="side-title">{what}</div>
+      {q.error && <div className="error">{q.error.message}</div>}
+      {option && (q.data!.cells.length ? <EChart option={option} className="hm-chart" ariaLabel={what} testId="compare-heatmap-chart" /> : <div className="empty">No NFS operations in this window.</div>)}
+    </div>
   )
 }
