@@ -1,4 +1,4 @@
-"""loupe serve | agent | demo | run"""
+"""loupe serve | agent | demo | run | lab"""
 
 from __future__ import annotations
 
@@ -39,18 +39,23 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cmds = {"serve": _serve}
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("serve", "agent", "demo", "run"):
-        print("usage: loupe {serve,agent,demo,run} [options]\n\n"
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("serve", "agent", "demo", "run", "lab"):
+        print("usage: loupe {serve,agent,demo,run,lab} [options]\n\n"
               "  serve   run the backend and UI (with this machine's procfs agent)\n"
               "  agent   collect on this machine and push frames to a backend\n"
               "  demo    push the synthetic NAS 'demo-nas' to a backend\n"
-              "  run     mark a benchmark run around a command: loupe run --name NAME -- COMMAND", file=sys.stderr)
+              "  run     mark a benchmark run around a command: loupe run --name NAME -- COMMAND\n"
+              "  lab     an NFS server and clients on this machine, running the seed workloads (root)", file=sys.stderr)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "agent":
         from loupe_probes.agent import main as agent_main
 
         return agent_main(rest) or 0
+    if cmd == "lab":
+        from .labcli import main as lab_main
+
+        return lab_main(rest)
     if cmd == "run":
         from .runcli import main as run_main
 
