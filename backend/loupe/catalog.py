@@ -120,6 +120,10 @@ METRICS: dict[str, Metric] = {
                "NFS operations per second", "NFS operations completed by the server.", ("latency", "size", "offset")),
         Metric("nfs.bytes", "nfs", "bytes", "bytes/s", 1.0, ("host", "proto", "op", "client", "share", "file"),
                "NFS bytes per second", "Payload bytes read and written over NFS."),
+        # Little's law: the latencies of a second's operations, summed (ns), are the mean number in flight.
+        Metric("nfs.inflight", "nfs", "lat_sum", "ops in flight", 1e-9,
+               ("host", "proto", "op", "client", "share", "file"), "NFS operations in flight",
+               "Operations the server was serving at once, on average: ops/s times their mean latency."),
         Metric("disk.ops", "disk", "count", "ops/s", 1.0, ("host", "disk", "op"),
                "disk operations per second", "Block I/O requests completed.", ("latency", "size", "offset")),
         Metric("disk.bytes", "disk", "bytes", "bytes/s", 1.0, ("host", "disk", "op"),

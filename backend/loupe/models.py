@@ -338,3 +338,42 @@ class RunReport(BaseModel):
     unreported_clients: list[str] = Field(description="clients seen on the wire with no imported result")
     observed: list[RunObserved] = Field(description="every client's reads and writes on the wire in the window")
     notes: list[str] = Field(default_factory=list)
+
+
+# ------------------------------------------------------------------ why is this client slow
+class EvidenceStatistic(BaseModel):
+    metric: str
+    by: str | None = None
+    where: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class DiagnosisReason(BaseModel):
+    text: str
+    statistic: EvidenceStatistic = Field(description="the statistic that shows it, to open in a worksheet")
+
+
+class DiagnosisOp(BaseModel):
+    op: str
+    ops_per_s: float
+    bytes_per_s: float
+    inflight: float = Field(description="mean operations in flight (Little's law)")
+    mean_latency_s: float | None
+    others_latency_s: float | None = Field(description="the same op of the other clients, for comparison")
+
+
+class ClientDiagnosis(BaseModel):
+    client: str
+    host: str | None
+    start: int
+    end: int
+    tier: str
+    verdict: str = Field(description="idle, network-bound, client-bound, server-latency-bound or healthy")
+    reasons: list[DiagnosisReason]
+    ops_per_s: float
+    bytes_per_s: float
+    inflight: float
+    busy_fraction: float = Field(description="share of the window's points with at least one operation")
+    mean_io_bytes: float | None
+    retransmits_per_s: float | None = Field(description="null when no TCP probe reported in the window")
+    by_op: list[DiagnosisOp]
+    size_mix: list[list[float]] = Field(description="[log2 size bucket, share of reads and writes]")

@@ -20,7 +20,7 @@ from ..config import Settings
 from ..query import QueryError
 from ..service import Loupe
 from ..store.base import StoreUnavailable
-from .routes import ingest, live, metrics, prom, query, sources, runs, status, worksheets
+from .routes import clients, ingest, live, metrics, prom, query, runs, sources, status, worksheets
 
 log = logging.getLogger("loupe")
 
@@ -32,6 +32,7 @@ api.include_router(sources.router)
 api.include_router(status.router)
 api.include_router(worksheets.router)
 api.include_router(runs.router)
+api.include_router(clients.router)
 api.include_router(live.router)
 
 

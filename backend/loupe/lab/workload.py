@@ -17,7 +17,7 @@ import random
 import struct
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .nfs3 import (COMMIT, CREATE, FILE_SYNC, NFS_PROG, READ, UNSTABLE, WRITE, RpcError, add_client_args, call_body,
                    connect, lookup, mount, opaque, record, rpc, run_client, take_replies)
@@ -67,6 +67,8 @@ def _create(s, xid: int, dirfh: bytes, name: str) -> bytes:
 
 def run(a: argparse.Namespace) -> dict:
     w = WORKLOADS[a.workload]
+    if a.depth or a.io:  # a variation of the seed workload, e.g. one 4 KiB sync write at a time
+        w = replace(w, depth=a.depth or w.depth, io=a.io or w.io)
     root = mount(a.server, a.mount_port, a.export)
     s = connect(a.server, a.port)
     xid = 10
@@ -159,6 +161,8 @@ def main(argv=None) -> int:
     p.add_argument("--file-size", type=int, default=0, help="for reads: its size")
     p.add_argument("--tag", default="c", help="prefix of the names this client creates")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--depth", type=int, default=0, help="calls in flight, instead of the workload's")
+    p.add_argument("--io", type=int, default=0, help="bytes per read or write, instead of the workload's")
     a = p.parse_args(argv)
     if WORKLOADS[a.workload].kind == "read" and not (a.file and a.file_size):
         p.error("a read workload needs --file and --file-size")

@@ -21,6 +21,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/clients/{client}/diagnosis": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Why is this client slow? Its facts over a window, and a verdict with evidence */
+        get: operations["diagnosis_api_v1_clients__client__diagnosis_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/heatmap": {
         parameters: {
             query?: never;
@@ -478,6 +495,51 @@ export interface components {
              */
             lo: number;
         };
+        /** ClientDiagnosis */
+        ClientDiagnosis: {
+            /**
+             * Busy Fraction
+             * @description share of the window's points with at least one operation
+             */
+            busy_fraction: number;
+            /** By Op */
+            by_op: components["schemas"]["DiagnosisOp"][];
+            /** Bytes Per S */
+            bytes_per_s: number;
+            /** Client */
+            client: string;
+            /** End */
+            end: number;
+            /** Host */
+            host: string | null;
+            /** Inflight */
+            inflight: number;
+            /** Mean Io Bytes */
+            mean_io_bytes: number | null;
+            /** Ops Per S */
+            ops_per_s: number;
+            /** Reasons */
+            reasons: components["schemas"]["DiagnosisReason"][];
+            /**
+             * Retransmits Per S
+             * @description null when no TCP probe reported in the window
+             */
+            retransmits_per_s: number | null;
+            /**
+             * Size Mix
+             * @description [log2 size bucket, share of reads and writes]
+             */
+            size_mix: number[][];
+            /** Start */
+            start: number;
+            /** Tier */
+            tier: string;
+            /**
+             * Verdict
+             * @description idle, network-bound, client-bound, server-latency-bound or healthy
+             */
+            verdict: string;
+        };
         /** ClientResultModel */
         ClientResultModel: {
             /**
@@ -535,6 +597,45 @@ export interface components {
              * @description Number of rows
              */
             n: number;
+        };
+        /** DiagnosisOp */
+        DiagnosisOp: {
+            /** Bytes Per S */
+            bytes_per_s: number;
+            /**
+             * Inflight
+             * @description mean operations in flight (Little's law)
+             */
+            inflight: number;
+            /** Mean Latency S */
+            mean_latency_s: number | null;
+            /** Op */
+            op: string;
+            /** Ops Per S */
+            ops_per_s: number;
+            /**
+             * Others Latency S
+             * @description the same op of the other clients, for comparison
+             */
+            others_latency_s: number | null;
+        };
+        /** DiagnosisReason */
+        DiagnosisReason: {
+            /** @description the statistic that shows it, to open in a worksheet */
+            statistic: components["schemas"]["EvidenceStatistic"];
+            /** Text */
+            text: string;
+        };
+        /** EvidenceStatistic */
+        EvidenceStatistic: {
+            /** By */
+            by?: string | null;
+            /** Metric */
+            metric: string;
+            /** Where */
+            where?: {
+                [key: string]: string[];
+            };
         };
         /** Frame */
         Frame: {
@@ -1362,6 +1463,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BreakdownResult"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    diagnosis_api_v1_clients__client__diagnosis_get: {
+        parameters: {
+            query?: {
+                /** @description '-5m', unix seconds or ISO 8601 */
+                start?: string;
+                end?: string;
+                /** @description the NFS server's host; all if unset */
+                host?: string | null;
+            };
+            header?: never;
+            path: {
+                client: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientDiagnosis"];
                 };
             };
             /** @description Validation Error */
