@@ -82,7 +82,9 @@ def gather(store, client: str, whole: Window, series: Window, host: str | None =
         on, of = all_ops.get(op, 0.0) - n, all_infl.get(op, 0.0) - f
         by_op.append(OpFacts(op, n, byts.get(op, 0.0), f, f / n if n else None, of / on if on > 1e-9 else None))
     total = store.aggregate(_stat("nfs.ops", None, me), series, 1)
-    busy = sum(1 for v in total.total if v > 0) / max(1, len(total.total))
+    active = [i for i, v in enumerate(total.total) if v > 0]
+    # between its first and last activity: before it started or after it stopped is not think time
+    busy = len(active) / (active[-1] - active[0] + 1) if active else 0.0
     io_ops = sum(ops.get(o, 0.0) for o in IO_OPS)
     io_bytes = sum(byts.get(o, 0.0) for o in IO_OPS)
     retrans = None

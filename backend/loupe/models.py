@@ -372,7 +372,7 @@ class ClientDiagnosis(BaseModel):
     ops_per_s: float
     bytes_per_s: float
     inflight: float
-    busy_fraction: float = Field(description="share of the window's points with at least one operation")
+    busy_fraction: float = Field(description="share of the points with an operation, from its first to its last")
     mean_io_bytes: float | None
     retransmits_per_s: float | None = Field(description="null when no TCP probe reported in the window")
     by_op: list[DiagnosisOp]

@@ -2,6 +2,7 @@
 import { useSources, useStatus } from './api/hooks'
 import { useLiveState } from './api/live'
 import { SourcesMenu } from './components/SourcesMenu'
+import { ClientPage } from './pages/ClientPage'
 import { RunsPage, openRuns } from './pages/RunsPage'
 import { SourcesPage, openSources } from './pages/SourcesPage'
 import { StatusPage } from './pages/StatusPage'
@@ -37,7 +38,7 @@ function LiveIndicator() {
 export function App() {
   const { path } = useLocation()
   const route = path.replace(/\/+$/, '')
-  const page = route === '/status' ? 'status' : route === '/sources' ? 'sources' : route === '/runs' ? 'runs' : 'worksheet'
+  const page = route === '/status' ? 'status' : route === '/sources' ? 'sources' : route === '/runs' ? 'runs' : route === '/clients' ? 'client' : 'worksheet'
   return (
     <div className="app">
       <header className="header">
@@ -107,7 +108,7 @@ export function App() {
           <SourcesMenu />
         </div>
       </header>
-      {page === 'status' ? <StatusPage /> : page === 'sources' ? <SourcesPage /> : page === 'runs' ? <RunsPage /> : <WorksheetPage />}
+      {page === 'status' ? <StatusPage /> : page === 'sources' ? <SourcesPage /> : page === 'runs' ? <RunsPage /> : page === 'client' ? <ClientPage /> : <WorksheetPage />}
     </div>
   )
 }

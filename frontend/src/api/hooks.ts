@@ -256,3 +256,15 @@ export function useRunHeatmap(run: { start: number; end: number | null } | null,
     enabled: run !== null && run.end !== null,
   })
 }
+
+/** Why this client is slow, over a window; re-read every 10 s while live. */
+export function useDiagnosis(client: string | null, window: { start: string; end: string }, live: boolean) {
+  return useQuery({
+    queryKey: ['diagnosis', client, window.start, window.end],
+    queryFn: async () =>
+      unwrap(await api.GET('/api/v1/clients/{client}/diagnosis', { params: { path: { client: client! }, query: window } })),
+    enabled: client !== null,
+    refetchInterval: live ? 10_000 : false,
+    placeholderData: keepPreviousData,
+  })
+}

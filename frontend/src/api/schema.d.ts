@@ -499,7 +499,7 @@ export interface components {
         ClientDiagnosis: {
             /**
              * Busy Fraction
-             * @description share of the window's points with at least one operation
+             * @description share of the points with an operation, from its first to its last
              */
             busy_fraction: number;
             /** By Op */

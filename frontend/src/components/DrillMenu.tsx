@@ -17,9 +17,11 @@ interface Props {
   choices: DrillChoice[]
   onChoose: (choice: DrillChoice) => void
   onClose: () => void
+  /** For an NFS client: open its diagnosis. */
+  onDiagnose?: () => void
 }
 
-export function DrillMenu({ target, choices, onChoose, onClose }: Props) {
+export function DrillMenu({ target, choices, onChoose, onClose, onDiagnose }: Props) {
   return (
     <Popover at={target.at} onClose={onClose} label={`Drill down into ${target.label}`} testId="drill-menu" className="menu">
       <div className="menu-title">
@@ -32,6 +34,12 @@ export function DrillMenu({ target, choices, onChoose, onClose }: Props) {
         )}
         <div className="menu-sub">{target.dim ? 'Open a new chart for it, broken down' : 'Break down'}</div>
       </div>
+      {onDiagnose && (
+        <button className="menu-item" data-testid="drill-diagnose" onClick={onDiagnose}>
+          <span>Why is this client slow?</span>
+          <span className="menu-hint">verdict</span>
+        </button>
+      )}
       {choices.length === 0 && <div className="menu-empty">No dimension left to break down by.</div>}
       {choices.map((c) => (
         <button key={c.dim} className="menu-item" data-testid={`drill-${c.dim}`} onClick={() => onChoose(c)}>

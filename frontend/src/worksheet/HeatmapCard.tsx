@@ -23,7 +23,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
   const members = useMembers(stat, view, req)
-  const { open, menu } = useDrill(metric, stat, onOpen)
+  const { open, menu } = useDrill(metric, stat, onOpen, view)
   const info = useCardInfo(stat, metric, q.data?.statistic)
   const { family, unit } = info
   const hist = metric?.histograms.find((h) => h.name === dim)

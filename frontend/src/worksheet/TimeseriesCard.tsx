@@ -62,7 +62,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove 
   }, [base, live, view.paused, stat, keys])
 
   const data = useMemo(() => (base ? mergeLive(base, view.paused ? [] : live, range) : null), [base, live, range, view.paused])
-  const { open, menu } = useDrill(metric, stat, onOpen)
+  const { open, menu } = useDrill(metric, stat, onOpen, view)
   const info = useCardInfo(stat, metric, q.data?.statistic)
   const { family, title, unit } = info
   const newest = data?.timestamps[data.timestamps.length - 1]

@@ -1,0 +1,137 @@
+// Why is this client slow? Its verdict with the reasons, each opening the chart behind it, and
+// the facts: operations by type, in flight, latency beside the other clients', busy time, sizes.
+// The client's address and every reason are rendered as text.
+import { useMemo } from 'react'
+import { useDiagnosis } from '../api/hooks'
+import {
+  DIAG_RANGES,
+  decodeClientView,
+  diagnosisWindow,
+  encodeClientView,
+  evidenceWorksheet,
+  latencyText,
+  verdictLevel,
+  type ClientView,
+} from '../lib/clients'
+import { formatBytes, formatDateTime, formatRate } from '../lib/format'
+import { navigate, useLocation } from '../state/router'
+import { openWorksheet } from '../state/useWorksheet'
+
+export function openClient(view: ClientView) {
+  navigate(`/clients${encodeClientView(view)}`)
+}
+
+export function ClientPage() {
+  const { search } = useLocation()
+  const { view, warnings } = useMemo(() => decodeClientView(search), [search])
+  const win = diagnosisWindow(view)
+  const d = useDiagnosis(view.client, win, view.at === null)
+  const set = (v: ClientView) => navigate(`/clients${encodeClientView(v)}`, { replace: true })
+  const data = d.data
+  return (
+    <main className="page client-page" data-testid="client-page">
+      <div className="toolbar">
+        <div className="toolbar-group">
+          <h1 className="ws-name">
+            Why is <span className="mono" data-testid="client-name">{view.client ?? '…'}</span> slow?
+          </h1>
+        </div>
+        <div className="segmented" role="group" aria-label="Window">
+          {DIAG_RANGES.map((r) => (
+            <button key={r.id} className={view.range === r.id ? 'active' : ''} aria-pressed={view.range === r.id} onClick={() => set({ ...view, range: r.id })}>
+              {r.label}
+            </button>
+          ))}
+        </div>
+        <div className="muted small">{view.at === null ? 'live, re-read every 10 s' : `until ${formatDateTime(view.at)}`}</div>
+      </div>
+      {warnings.length > 0 && <div className="notice">{warnings.join('; ')}</div>}
+      {d.error && <div className="error">Cannot diagnose: {d.error.message}</div>}
+      {view.client && !data && !d.error && <div className="loading">Looking at {view.client}…</div>}
+      {data && (
+        <>
+          <section className={`panel verdict-panel verdict-${verdictLevel(data.verdict)}`} data-testid="client-verdict" data-verdict={data.verdict}>
+            <div className="panel-head">
+              <h2>{data.verdict}</h2>
+              <span className="muted small">
+                {formatDateTime(data.start)} – {formatDateTime(data.end)} ({data.tier} tier)
+              </span>
+            </div>
+            <ul className="reasons">
+              {data.reasons.map((r) => (
+                <li key={r.text} data-testid="client-reason">
+                  <span>{r.text}</span>{' '}
+                  <button className="button small" data-testid="reason-chart" onClick={() => openWorksheet(evidenceWorksheet(r.statistic, view))}>
+                    show chart
+                  </button>
+                </li>
+              ))}
+            </ul>
+          </section>
+          <dl className="run-figures client-figures">
+            <div>
+              <dt>operations</dt>
+              <dd data-testid="client-ops">{formatRate(data.ops_per_s, 'ops/s')}</dd>
+            </div>
+            <div>
+              <dt>bytes</dt>
+              <dd>{formatRate(data.bytes_per_s, 'bytes/s')}</dd>
+            </div>
+            <div>
+              <dt title="mean operations in flight at the server (Little's law)">in flight</dt>
+              <dd data-testid="client-inflight">{data.inflight.toPrecision(3)}</dd>
+            </div>
+            <div>
+              <dt>busy</dt>
+              <dd>{Math.round(100 * data.busy_fraction)} % of the time</dd>
+            </div>
+            <div>
+              <dt>mean I/O</dt>
+              <dd>{data.mean_io_bytes === null || data.mean_io_bytes === undefined ? '–' : formatBytes(data.mean_io_bytes)}</dd>
+            </div>
+            <div>
+              <dt>TCP retransmits</dt>
+              <dd>{data.retransmits_per_s === null || data.retransmits_per_s === undefined ? 'no data' : formatRate(data.retransmits_per_s, 'retransmits/s')}</dd>
+            </div>
+          </dl>
+          <section className="panel">
+            <table className="table" data-testid="client-ops-table">
+              <thead>
+                <tr>
+                  <th>Operation</th>
+                  <th className="num">ops/s</th>
+                  <th className="num">bytes/s</th>
+                  <th className="num">in flight</th>
+                  <th className="num">mean latency</th>
+                  <th className="num">other clients' latency</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.by_op.map((o) => (
+                  <tr key={o.op} data-testid="client-op" data-op={o.op}>
+                    <td>{o.op}</td>
+                    <td className="num">{formatRate(o.ops_per_s, 'ops/s')}</td>
+                    <td className="num">{formatRate(o.bytes_per_s, 'bytes/s')}</td>
+                    <td className="num">{o.inflight.toPrecision(3)}</td>
+                    <td className="num">{latencyText(o.mean_latency_s)}</td>
+                    <td className="num">{latencyText(o.others_latency_s)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            {data.size_mix.length > 0 && (
+              <div className="size-mix" data-testid="client-size-mix">
+                <span className="muted small">reads and writes by size: </span>
+                {data.size_mix.map(([e, share]) => (
+                  <span key={e} className="badge">
+                    ≥ {formatBytes(2 ** e!)}: {Math.round(100 * share!)} %
+                  </span>
+                ))}
+              </div>
+            )}
+          </section>
+        </>
+      )}
+    </main>
+  )
+}
