@@ -1,13 +1,9 @@
 // Benchmark runs end to end: mark a run in the UI while the demo NAS serves its clients,
 // import the clients' own results (one of them forged 30 % high), and read the verdict.
 import assert from 'node:assert/strict'
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
-import { launch, newPage } from './browser.mjs'
-import { repoRoot, setupProblem, startLoupe, until } from './server.mjs'
+import { describe, it } from 'node:test'
+import { demoInBrowser, setupProblem, until } from './server.mjs'
 
-const shots = join(repoRoot, 'tests/artifacts/e2e')
 const skip = setupProblem()
 if (skip) it(`end-to-end runs page (skipped: ${skip})`, { skip }, () => {})
 
@@ -19,63 +15,46 @@ async function api(base, path, init) {
 }
 
 describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
-  let server
-  let browser
-  let page
-  const consoleErrors = []
-
-  before(async () => {
-    mkdirSync(shots, { recursive: true })
-    server = await startLoupe({
-      backfill: 0,
-      readyWhat: 'demo NFS traffic',
-      ready: async (base) => {
-        const q = await (await fetch(`${base}/api/v1/query?metric=nfs.bytes&by=client&start=-10s&end=now`)).json()
-        return q.elements >= 3
-      },
-    })
-    browser = await launch()
-    page = await newPage(browser, { width: 1280, height: 900 }, consoleErrors)
+  const t = demoInBrowser({
+    backfill: 0,
+    readyWhat: 'demo NFS traffic',
+    ready: async (base) => {
+      const q = await (await fetch(`${base}/api/v1/query?metric=nfs.bytes&by=client&start=-10s&end=now`)).json()
+      return q.elements >= 3
+    },
   })
-
-  after(async () => {
-    await browser?.close().catch(() => {})
-    await server?.stop()
-  })
-
-  const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true })
 
   it('marks a run, imports results, flags the forged client, and follows the tolerance', async () => {
-    await page.goto(server.base + '/')
-    await page.getByTestId('nav-runs').click()
-    await page.getByTestId('runs-page').waitFor()
-    await page.getByText('No runs yet').waitFor()
+    await t.page.goto(t.server.base + '/')
+    await t.page.getByTestId('nav-runs').click()
+    await t.page.getByTestId('runs-page').waitFor()
+    await t.page.getByText('No runs yet').waitFor()
 
-    await page.getByTestId('run-name').fill('e2e <b>stream</b>')
-    await page.getByTestId('run-start').click()
-    const row = page.getByTestId('run-row')
+    await t.page.getByTestId('run-name').fill('e2e <b>stream</b>')
+    await t.page.getByTestId('run-start').click()
+    const row = t.page.getByTestId('run-row')
     await until('the run to be listed as running', async () => (await row.getAttribute('data-running')) === 'true')
     const id = await row.getAttribute('data-run')
-    assert.match(page.url(), new RegExp(`/runs\\?run=${id}$`))
-    assert.equal(await page.getByTestId('run-title').textContent(), 'e2e <b>stream</b>') // text, not HTML
-    await page.getByText('The run is in progress').waitFor()
-    await page.waitForTimeout(6_000) // the demo clients keep reading and writing
-    await page.getByTestId('run-stop').click()
-    await until('the run to end', async () => (await page.getByTestId('run-state').textContent()).startsWith('ended'))
-    await until('no results verdict', async () => (await page.getByTestId('run-report').getAttribute('data-verdict')) === 'no results')
+    assert.match(t.page.url(), new RegExp(`/runs\\?run=${id}$`))
+    assert.equal(await t.page.getByTestId('run-title').textContent(), 'e2e <b>stream</b>') // text, not HTML
+    await t.page.getByText('The run is in progress').waitFor()
+    await t.page.waitForTimeout(6_000) // the demo clients keep reading and writing
+    await t.page.getByTestId('run-stop').click()
+    await until('the run to end', async () => (await t.page.getByTestId('run-state').textContent()).startsWith('ended'))
+    await until('no results verdict', async () => (await t.page.getByTestId('run-report').getAttribute('data-verdict')) === 'no results')
 
     // What crossed the wire for two of the clients, once the run's last seconds are stored.
-    const probe = await api(server.base, `/api/v1/runs/${id}/report`)
+    const probe = await api(t.server.base, `/api/v1/runs/${id}/report`)
     const [a, b] = probe.unreported_clients
     assert.ok(a && b, JSON.stringify(probe))
-    await api(server.base, `/api/v1/runs/${id}/results`, {
+    await api(t.server.base, `/api/v1/runs/${id}/results`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ format: 'simple', clients: [{ client: a, write_bytes: 1 }, { client: b, write_bytes: 1 }] }),
     })
     let wire = null
     await until('the run window to be complete', async () => {
-      const rep = await api(server.base, `/api/v1/runs/${id}/report`)
+      const rep = await api(t.server.base, `/api/v1/runs/${id}/report`)
       const w = Object.fromEntries(rep.clients.map((c) => [c.client, c.wire]))
       const same = wire && JSON.stringify(wire) === JSON.stringify(w)
       wire = w
@@ -85,68 +64,68 @@ describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
       read_ops: wire[c].read_ops, write_ops: wire[c].write_ops })
 
     // A paste that is not JSON names the problem and changes nothing.
-    await page.getByTestId('import-text').fill('{not json')
-    await page.getByTestId('import-submit').click()
-    assert.match(await page.getByTestId('import-error').textContent(), /not JSON/)
+    await t.page.getByTestId('import-text').fill('{not json')
+    await t.page.getByTestId('import-submit').click()
+    assert.match(await t.page.getByTestId('import-error').textContent(), /not JSON/)
 
-    await page.getByTestId('import-text').fill(JSON.stringify([honest(a), honest(b, 1.3)]))
-    await page.getByTestId('import-submit').click()
-    const report = page.getByTestId('run-report')
+    await t.page.getByTestId('import-text').fill(JSON.stringify([honest(a), honest(b, 1.3)]))
+    await t.page.getByTestId('import-submit').click()
+    const report = t.page.getByTestId('run-report')
     await until('the fail verdict', async () => (await report.getAttribute('data-verdict')) === 'fail')
-    const clientRow = (c) => page.locator(`[data-testid="run-client"][data-client="${c}"]`)
+    const clientRow = (c) => t.page.locator(`[data-testid="run-client"][data-client="${c}"]`)
     assert.equal(await clientRow(a).getAttribute('data-passed'), 'true')
     assert.equal(await clientRow(a).getByTestId('client-findings').textContent(), 'agrees')
     assert.equal(await clientRow(b).getAttribute('data-passed'), 'false')
     assert.match(await clientRow(b).getByTestId('client-findings').textContent(), /wire bytes are 76\.9 % of reported/)
-    assert.match(await page.getByTestId('run-verdict').textContent(), new RegExp(`fail: 1 client outside ±2 % \\(${b.replaceAll('.', '\\.')}\\)`))
-    assert.equal(await page.getByTestId('total-agreement').textContent(), `${(100 * (wire[a].read_bytes + wire[a].write_bytes + wire[b].read_bytes + wire[b].write_bytes) / (honest(a).read_bytes + honest(a).write_bytes + honest(b, 1.3).read_bytes + honest(b, 1.3).write_bytes)).toFixed(1)} %`)
-    await shot('runs-report-fail')
+    assert.match(await t.page.getByTestId('run-verdict').textContent(), new RegExp(`fail: 1 client outside ±2 % \\(${b.replaceAll('.', '\\.')}\\)`))
+    assert.equal(await t.page.getByTestId('total-agreement').textContent(), `${(100 * (wire[a].read_bytes + wire[a].write_bytes + wire[b].read_bytes + wire[b].write_bytes) / (honest(a).read_bytes + honest(a).write_bytes + honest(b, 1.3).read_bytes + honest(b, 1.3).write_bytes)).toFixed(1)} %`)
+    await t.shot('runs-report-fail')
 
     // A looser tolerance, kept in the URL: now the same run passes.
-    await page.getByTestId('run-tolerance').fill('40')
-    await page.getByRole('button', { name: 'apply' }).click()
+    await t.page.getByTestId('run-tolerance').fill('40')
+    await t.page.getByRole('button', { name: 'apply' }).click()
     await until('the pass verdict', async () => (await report.getAttribute('data-verdict')) === 'pass')
-    assert.match(page.url(), /tol=40/)
-    await page.reload()
-    await until('the pass verdict after a reload', async () => (await page.getByTestId('run-report').getAttribute('data-verdict')) === 'pass')
-    await shot('runs-report-pass')
+    assert.match(t.page.url(), /tol=40/)
+    await t.page.reload()
+    await until('the pass verdict after a reload', async () => (await t.page.getByTestId('run-report').getAttribute('data-verdict')) === 'pass')
+    await t.shot('runs-report-pass')
 
     // The same report as CSV, and the run's window in the worksheet.
-    const csv = await (await fetch(server.base + (await page.getByTestId('run-csv').getAttribute('href')))).text()
+    const csv = await (await fetch(t.server.base + (await t.page.getByTestId('run-csv').getAttribute('href')))).text()
     assert.match(csv.split('\n')[0], /^client,reported_bytes,wire_bytes/)
-    await page.getByTestId('run-worksheet').click()
-    await until('the worksheet', async () => new URL(page.url()).pathname === '/')
-    assert.match(decodeURIComponent(page.url()), /nfs\.bytes/)
+    await t.page.getByTestId('run-worksheet').click()
+    await until('the worksheet', async () => new URL(t.page.url()).pathname === '/')
+    assert.match(decodeURIComponent(t.page.url()), /nfs\.bytes/)
     // the run is marked on the chart of its window (named as text)
-    const chart = page.getByTestId('timeseries-chart').first()
+    const chart = t.page.getByTestId('timeseries-chart').first()
     await until('the run marked on the chart', async () => /runs marked: e2e <b>stream<\/b>/.test((await chart.getAttribute('aria-label')) ?? ''))
-    await shot('runs-in-worksheet')
+    await t.shot('runs-in-worksheet')
 
     // A second run, then the two side by side: per-client change and latency heat maps.
     const now = Date.now() / 1000
-    const second = await api(server.base, '/api/v1/runs', {
+    const second = await api(t.server.base, '/api/v1/runs', {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'e2e second', start: now - 5 }),
     })
-    await api(server.base, `/api/v1/runs/${second.id}/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ end: now - 1 }) })
-    await page.getByTestId('nav-runs').click()
-    await until('both runs listed', async () => (await page.getByTestId('run-row').count()) === 2)
-    assert.equal(await page.getByTestId('run-compare').isDisabled(), true)
-    for (const r of await page.getByTestId('run-pick').all()) await r.check()
-    await page.getByTestId('run-compare').click()
-    await page.getByTestId('run-compare-view').waitFor()
-    assert.equal(await page.getByTestId('compare-b').textContent(), 'e2e <b>stream</b>')
-    assert.equal(await page.getByTestId('compare-a').textContent(), 'e2e second')
-    const rows = page.getByTestId('compare-row')
+    await api(t.server.base, `/api/v1/runs/${second.id}/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ end: now - 1 }) })
+    await t.page.getByTestId('nav-runs').click()
+    await until('both runs listed', async () => (await t.page.getByTestId('run-row').count()) === 2)
+    assert.equal(await t.page.getByTestId('run-compare').isDisabled(), true)
+    for (const r of await t.page.getByTestId('run-pick').all()) await r.check()
+    await t.page.getByTestId('run-compare').click()
+    await t.page.getByTestId('run-compare-view').waitFor()
+    assert.equal(await t.page.getByTestId('compare-b').textContent(), 'e2e <b>stream</b>')
+    assert.equal(await t.page.getByTestId('compare-a').textContent(), 'e2e second')
+    const rows = t.page.getByTestId('compare-row')
     await until('clients in both runs', async () => (await rows.count()) >= 3)
     const busiest = await rows.first().getAttribute('data-client')
     assert.match(await rows.first().getByTestId('bytes-delta').textContent(), /^[+−]\d+\.\d %$/)
     await rows.first().click()
-    assert.match(page.url(), new RegExp(`client=${busiest.replaceAll('.', '\\.')}`))
+    assert.match(t.page.url(), new RegExp(`client=${busiest.replaceAll('.', '\\.')}`))
     for (const side of ['A', 'B']) {
-      const hm = page.getByTestId(`compare-heatmap-${side}`).getByTestId('compare-heatmap-chart')
+      const hm = t.page.getByTestId(`compare-heatmap-${side}`).getByTestId('compare-heatmap-chart')
       await until(`heat map ${side} of ${busiest}`, async () => ((await hm.getAttribute('aria-label')) ?? '').includes(`NFS latency, ${busiest}, run ${side}`))
     }
-    await shot('runs-compare')
-    assert.deepEqual(consoleErrors, [])
+    await t.shot('runs-compare')
+    assert.deepEqual(t.consoleErrors, [])
   })
 })

@@ -1,10 +1,11 @@
 // Start the real Loupe backend (with its demo NAS) for a test, and always stop it by PID.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { after, before } from 'node:test'
 import { browserMissing } from './browser.mjs'
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -138,4 +139,25 @@ export function setupProblem() {
   if (!existsSync(uiIndex)) problems.push(`${uiIndex} is missing (make ui)`)
   if (problems.length) throw new Error(problems.join('; '))
   return null
+}
+
+/**
+ * Inside a describe(): before it, a `loupe serve --demo` (startLoupe(options)) and a Chromium
+ * page; after it, both stopped. The returned object fills in: server, page, consoleErrors, shot(name).
+ */
+export function demoInBrowser(options, viewport = { width: 1280, height: 900 }) {
+  const ctx = { server: null, browser: null, page: null, consoleErrors: [] }
+  ctx.shot = (name) => ctx.page.screenshot({ path: join(repoRoot, 'tests/artifacts/e2e', `${name}.png`), fullPage: true })
+  before(async () => {
+    mkdirSync(join(repoRoot, 'tests/artifacts/e2e'), { recursive: true })
+    ctx.server = await startLoupe(options)
+    const { launch, newPage } = await import('./browser.mjs')
+    ctx.browser = await launch()
+    ctx.page = await newPage(ctx.browser, viewport, ctx.consoleErrors)
+  })
+  after(async () => {
+    await ctx.browser?.close().catch(() => {})
+    await ctx.server?.stop()
+  })
+  return ctx
 }
