@@ -1,4 +1,4 @@
-"""`loupe lab` as a performance engineer runs it: one command sets up nfs-ganesha and client
+"""`loupe lab` as a performance engineer runs it: one command sets up nfs-ganesha and four client
 namespaces, starts a Loupe that watches them, runs two of the seed workloads as marked runs,
 and prints each run's validation; everything it made is gone afterwards."""
 
@@ -24,7 +24,7 @@ def test_loupe_lab_runs_workloads_as_validated_runs_and_cleans_up(tmp_path):
     missing = [t for t in ("ip", "ganesha.nfsd", "rpcbind") if shutil.which(t) is None]
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)} (make deps installs the lab packages)")
-    r = subprocess.run([sys.executable, "-m", "loupe.cli", "lab", "--serve", "--clients", "3", "--seconds", "3",
+    r = subprocess.run([sys.executable, "-m", "loupe.cli", "lab", "--serve", "--clients", "4", "--seconds", "3",
                         "--file-size", "8M", "--workload", "stream-write-light", "--workload", "random-read",
                         "--data-dir", str(tmp_path / "loupe"), "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
@@ -33,7 +33,7 @@ def test_loupe_lab_runs_workloads_as_validated_runs_and_cleans_up(tmp_path):
     assert [x["workload"] for x in out["runs"]] == ["stream-write-light", "random-read"]
     for run in out["runs"]:
         rep = run["report"]
-        assert rep["verdict"] == "pass" and len(rep["clients"]) == 3, rep
+        assert rep["verdict"] == "pass" and len(rep["clients"]) == 4, rep
         for c in rep["clients"]:
             assert abs(c["bytes_agreement_pct"] - 100) <= 2, c
         mine = {c["client"]: c for c in run["clients"]}
