@@ -4,9 +4,8 @@ marked benchmark runs that Loupe validates against the wire.
     loupe lab --serve --workload stream-write-light --workload random-read
 
 sets up nfs-ganesha on a bridge and --clients network namespaces, starts a Loupe that watches
-the bridge (--serve; or give --server URL of one already watching it), and for each workload:
-marks a run, drives every client at once, imports what each client counted, and prints the
-validation verdict. Everything it made is removed at the end, on Ctrl-C too. Needs root.
+the bridge (--serve), and for each workload: marks a run, drives every client at once, imports
+what each client counted, and prints the validation verdict. Everything it made is removed at the end, on Ctrl-C too. Needs root.
 """
 
 from __future__ import annotations
@@ -141,9 +140,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--workload", action="append", choices=sorted(WORKLOADS), help="repeatable; default: all")
     p.add_argument("--seconds", type=float, default=10, help="length of each workload (default 10)")
     p.add_argument("--file-size", type=_size, default=_size("64M"), help="each client's file to read (default 64M)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--serve", action="store_true", help="start a Loupe that watches the lab")
-    where.add_argument("--server", help="a Loupe already watching the lab's bridge")
+    p.add_argument("--serve", action="store_true",
+                   help="start a Loupe that watches the lab and validates each workload as a run "
+                        "(without it, the workloads run and the clients' own counts are printed)")
     p.add_argument("--port", type=int, default=0, help="with --serve: its port (default: a free one)")
     p.add_argument("--data-dir", type=Path, help="with --serve: its data directory (default: a temporary one)")
     p.add_argument("--keep", action="store_true", help="with --serve: keep Loupe and the lab up until Ctrl-C")
@@ -177,7 +176,7 @@ def main(argv: list[str]) -> int:
                     for left in range(a.file_size, 0, -(1 << 20)):
                         out.write(os.urandom(min(left, 1 << 20)))
                 files[c.ip] = (f.name, a.file_size)
-            base = a.server
+            base = None
             if a.serve:
                 serve = _Serve(lab, g, a.port, data_dir)
                 base = serve.base
@@ -188,6 +187,10 @@ def main(argv: list[str]) -> int:
                                                     "command": ["loupe", "lab", *argv]}) if base else None
                 results = _run_workload(lab, g, name, a.seconds, files)
                 if not base:
+                    for r in results:
+                        _say(f"{w.title}: {r['client']}: read {r['read_bytes']:,} B in {r['read_ops']:,} ops, wrote "
+                             f"{r['write_bytes']:,} B in {r['write_ops']:,} ops, {r['create_ops']:,} creates, "
+                             f"{r['errors']} errors, {r['runtime']:.2f} s")
                     reports.append({"workload": name, "clients": results})
                     continue
                 _call(base, "POST", f"/runs/{run['id']}/stop", {"exit_code": 0})

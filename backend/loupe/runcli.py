@@ -87,7 +87,10 @@ def main(argv: list[str]) -> int:
         proc = subprocess.Popen(command)
     except OSError as e:
         print(f"loupe run: cannot start {command[0]}: {e}", file=sys.stderr)
-        _call(base, "DELETE", f"/runs/{rid}")
+        try:  # no benchmark ran: leave no run behind
+            _call(base, "DELETE", f"/runs/{rid}")
+        except ApiError as err:
+            print(f"loupe run: and cannot delete run {rid}: {err}", file=sys.stderr)
         return 127
     old = signal.signal(signal.SIGINT, lambda *_: None)  # the command gets Ctrl-C from the terminal itself
     try:

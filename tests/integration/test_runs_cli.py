@@ -54,3 +54,6 @@ def test_loupe_run_passes_on_the_commands_exit_status_and_names_an_unreachable_s
     assert r.returncode == 2 and "cannot reach Loupe at http://127.0.0.1:" in r.stderr
     r = loupe_run("--name", "x", "--server", s.base)
     assert r.returncode == 2 and "give the benchmark's command after --" in r.stderr
+    r = loupe_run("--name", "typo", "--server", s.base, "--", "no-such-benchmark-binary")
+    assert r.returncode == 127 and "cannot start no-such-benchmark-binary" in r.stderr
+    assert [x["name"] for x in s.get("/api/v1/runs")["runs"]] == ["fails"]  # no run left for it
