@@ -113,6 +113,9 @@ class Loupe:
                 if now >= next_prune:
                     next_prune = now + 300
                     rep = self.store.prune(int(now), wait=False)
+                    if rep is None:  # a day of seconds is being re-sorted: try again in a minute
+                        next_prune = now + 60
+                        continue
                     for k, v in rep.rows.items():
                         self.telemetry.pruned[k] += v
                     self.last_prune = dict(at=now, rows=rep.rows, bytes_before=rep.bytes_before,

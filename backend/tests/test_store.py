@@ -517,7 +517,8 @@ def test_a_failed_sort_of_seconds_keeps_the_day_and_ingest_goes_on_beside_it(tmp
             def other():
                 s.ingest(random_nfs_frames(now - 100, 3, seed=5, source="beside@h"), received_at=now)
                 flushed.append(s.flush())
-                flushed.append(s.compact(now, wait=False))  # compaction waits its turn
+                flushed.append(s.compact(now, wait=False))  # compaction and prune wait their turn
+                flushed.append(s.prune(now, wait=False))
             t = threading.Thread(target=other)
             t.start()
             t.join(timeout=30)
@@ -532,7 +533,7 @@ def test_a_failed_sort_of_seconds_keeps_the_day_and_ingest_goes_on_beside_it(tmp
     try:
         with pytest.raises(RuntimeError, match="disk full"):
             s.sort_seconds(now)
-        assert flushed[0] > 0 and flushed[1] == 0
+        assert flushed[0] > 0 and flushed[1] == 0 and flushed[2] is None
         assert s._cur.execute(q).fetchall() == total
         assert s._cur.execute(f"SELECT ts, client FROM nfs_s WHERE ts < {day + 86400} ORDER BY rowid").fetchall() == order
         assert s._seconds_sorted is None

@@ -110,10 +110,10 @@ class Store(abc.ABC):
     def rollup(self, now: int) -> int:
         """Roll closed dirty periods up a tier; returns periods rolled."""
 
-    # wait=False (compact, prune, sort_seconds): return at once, having done nothing, when another
-    # of the three is rewriting the settled seconds; the upkeep loop simply tries again later.
+    # wait=False (compact, prune, sort_seconds): return at once, having done nothing (0, or None
+    # from prune), when another of the three is rewriting the settled seconds; upkeep tries later.
     @abc.abstractmethod
-    def prune(self, now: int, *, wait: bool = True) -> PruneReport: ...
+    def prune(self, now: int, *, wait: bool = True) -> PruneReport | None: ...
 
     @abc.abstractmethod
     def compact(self, now: int, *, wait: bool = True) -> int:

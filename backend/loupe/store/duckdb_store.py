@@ -1185,9 +1185,9 @@ class DuckDBStore(Store):
             if up:
                 self._dirty.add(up)
 
-    def prune(self, now: int, *, wait: bool = True) -> PruneReport:
+    def prune(self, now: int, *, wait: bool = True) -> PruneReport | None:
         if not self._tlock.acquire(blocking=wait):  # a day of seconds is being re-sorted: next time
-            return PruneReport({}, 0, 0)
+            return None
         try:
             return self._prune(now)
         finally:
