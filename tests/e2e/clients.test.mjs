@@ -37,6 +37,9 @@ describe('Loupe client diagnosis in Chromium', { skip: skip ?? false }, () => {
     assert.equal(api.verdict, kind)
     assert.ok((await t.page.getByTestId('client-reason').count()) >= 1)
     assert.ok((await t.page.getByTestId('client-op').count()) >= 1)
+    // the server's latency distribution for this client's operations
+    const hm = t.page.getByTestId('client-latency-chart')
+    await until('the client latency heat map', async () => ((await hm.getAttribute('aria-label')) ?? '') === `Server latency of ${client}'s operations`)
     await t.shot('client-verdict')
     await t.page.getByTestId('reason-chart').first().click()
     await until('the evidence chart', async () => new URL(t.page.url()).pathname === '/')

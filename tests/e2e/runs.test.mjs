@@ -122,7 +122,7 @@ describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
     await rows.first().click()
     assert.match(t.page.url(), new RegExp(`client=${busiest.replaceAll('.', '\\.')}`))
     for (const side of ['A', 'B']) {
-      const hm = t.page.getByTestId(`compare-heatmap-${side}`).getByTestId('compare-heatmap-chart')
+      const hm = t.page.getByTestId(`compare-heatmap-${side}-chart`)
       await until(`heat map ${side} of ${busiest}`, async () => ((await hm.getAttribute('aria-label')) ?? '').includes(`NFS latency, ${busiest}, run ${side}`))
     }
     await t.shot('runs-compare')

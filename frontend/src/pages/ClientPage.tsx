@@ -2,7 +2,8 @@
 // the facts: operations by type, in flight, latency beside the other clients', busy time, sizes.
 // The client's address and every reason are rendered as text.
 import { useMemo } from 'react'
-import { useDiagnosis } from '../api/hooks'
+import { useDiagnosis, useHeatmap } from '../api/hooks'
+import { SimpleHeatmap } from '../charts/heatmap/Simple'
 import {
   DIAG_RANGES,
   decodeClientView,
@@ -14,6 +15,7 @@ import {
   type ClientView,
 } from '../lib/clients'
 import { formatBytes, formatDateTime, formatRate } from '../lib/format'
+import { makeStatistic } from '../state/url'
 import { navigate, useLocation } from '../state/router'
 import { openWorksheet } from '../state/useWorksheet'
 
@@ -26,6 +28,8 @@ export function ClientPage() {
   const { view, warnings } = useMemo(() => decodeClientView(search), [search])
   const win = diagnosisWindow(view)
   const d = useDiagnosis(view.client, win, view.at === null)
+  const stat = useMemo(() => makeStatistic('nfs.ops', 'latency', { client: [view.client ?? ''] }, 'heatmap'), [view.client])
+  const hm = useHeatmap(stat, { range: view.range, paused: view.at !== null, at: view.at })
   const set = (v: ClientView) => navigate(`/clients${encodeClientView(v)}`, { replace: true })
   const data = d.data
   return (
@@ -119,6 +123,13 @@ export function ClientPage() {
                 ))}
               </tbody>
             </table>
+            <SimpleHeatmap
+              result={hm.data}
+              error={hm.error}
+              title={`Server latency of ${view.client}'s operations`}
+              testId="client-latency"
+              className="client-latency"
+            />
             {data.size_mix.length > 0 && (
               <div className="size-mix" data-testid="client-size-mix">
                 <span className="muted small">reads and writes by size: </span>

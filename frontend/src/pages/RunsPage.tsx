@@ -4,8 +4,7 @@
 import { useEffect, useMemo, useState } from 'react'
 import type { RunPublic, RunReport } from '../api/client'
 import { useDeleteRun, useImportResults, useRunHeatmap, useRunReport, useRuns, useStartRun, useStopRun } from '../api/hooks'
-import { toHeatmapOption } from '../charts/heatmap/transform'
-import { EChart } from '../components/EChart'
+import { SimpleHeatmap } from '../charts/heatmap/Simple'
 import { formatBytes, formatDateTime, formatRate } from '../lib/format'
 import {
   agreementLevel,
@@ -454,13 +453,6 @@ function Compare({ runs, view, pair }: { runs: RunPublic[]; view: RunsView; pair
 
 function RunHeatmap({ run, client, side }: { run: RunPublic; client: string | null; side: string }) {
   const q = useRunHeatmap(run, client)
-  const option = useMemo(() => (q.data ? toHeatmapOption(q.data, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null }) : null), [q.data])
-  const what = `NFS latency, ${client ?? 'all clients'}, run ${side} (${run.name})`
-  return (
-    <div className="compare-heatmap" data-testid={`compare-heatmap-${side}`}>
-      <div className="side-title">{what}</div>
-      {q.error && <div className="error">{q.error.message}</div>}
-      {option && (q.data!.cells.length ? <EChart option={option} className="hm-chart" ariaLabel={what} testId="compare-heatmap-chart" /> : <div className="empty">No NFS operations in this window.</div>)}
-    </div>
-  )
+  const title = `NFS latency, ${client ?? 'all clients'}, run ${side} (${run.name})`
+  return <SimpleHeatmap result={q.data} error={q.error} title={title} testId={`compare-heatmap-${side}`} className="compare-heatmap" />
 }
