@@ -1,7 +1,9 @@
-"""Test helpers for BPF probes: skip with the reason when this machine cannot run them."""
+"""Test helpers: skip with the reason when this machine cannot run a test, except in CI, which
+has root, BPF, Chromium and everything `make deps` installs: there the same reason is a failure."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +13,14 @@ import pytest
 from . import libbpf
 
 REPO = Path(__file__).resolve().parents[2]
+IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str) -> None:
+    """Skip the calling test for `reason`; in CI, fail it instead: nothing may skip there."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI is set: this test must run here)")
+    pytest.skip(f"{reason}; run `make deps` as root (or set CI=1 to make this a failure)")
 
 
 def build_objects() -> str | None:
@@ -30,10 +40,10 @@ def require_bpf(obj: str | Path | None = None) -> None:
     A build failure is an error, not a skip: the objects are part of the product."""
     why = libbpf.why_not_bpf()
     if why:
-        pytest.skip(f"BPF probes cannot run here: {why}")
+        unavailable(f"BPF probes cannot run here: {why}")
     err = build_objects()
     if err and "not installed" in err:
-        pytest.skip(err)
+        unavailable(err)
     if err:
         pytest.fail(err)
     if obj is not None and not Path(obj).exists():

@@ -103,14 +103,25 @@ class NfsLab:
 @pytest.fixture
 def nfs_lab(server_factory):
     """The NFS lab, once it can run here: root, BPF and the lab packages."""
+    require_lab("nfs-cat", "nfs-cp")
+    return NfsLab(server_factory)
+
+
+def require_lab(*tools: str) -> None:
+    """Root, BPF, the wire decoder's object and the lab's tools (`tools` besides ip, ganesha and rpcbind)."""
     import shutil
 
-    from loupe_probes.bpf.testing import REPO, require_bpf
+    from loupe_probes.bpf.testing import REPO, require_bpf, unavailable
 
     if os.geteuid() != 0:
-        pytest.skip("needs root: network namespaces, a bridge and BPF")
+        unavailable("needs root: network namespaces, a bridge, nfs-ganesha and BPF")
     require_bpf(REPO / "probes" / "nfswire" / "nfswire.bpf.o")
-    missing = [t for t in ("ip", "ganesha.nfsd", "rpcbind", "nfs-cat", "nfs-cp") if shutil.which(t) is None]
+    missing = [t for t in ("ip", "ganesha.nfsd", "rpcbind", *tools) if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"not installed: {', '.join(missing)} (make deps installs the lab packages)")
-    return NfsLab(server_factory)
+        unavailable(f"not installed: {', '.join(missing)} (make deps installs the lab packages)")
+
+
+@pytest.fixture(name="require_lab")
+def _require_lab_fixture():
+    """`require_lab` for test modules (a conftest is not importable by name here)."""
+    return require_lab

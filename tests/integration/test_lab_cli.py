@@ -3,27 +3,16 @@ namespaces, starts a Loupe that watches them, runs two of the seed workloads as 
 and prints each run's validation; everything it made is gone afterwards."""
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_loupe_lab_runs_workloads_as_validated_runs_and_cleans_up(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root: network namespaces, a bridge, nfs-ganesha and BPF")
-    from loupe_probes.bpf.testing import REPO, require_bpf
-
-    require_bpf(REPO / "probes" / "nfswire" / "nfswire.bpf.o")
-    missing = [t for t in ("ip", "ganesha.nfsd", "rpcbind") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"not installed: {', '.join(missing)} (make deps installs the lab packages)")
+def test_loupe_lab_runs_workloads_as_validated_runs_and_cleans_up(tmp_path, require_lab):
+    require_lab()
     r = subprocess.run([sys.executable, "-m", "loupe.cli", "lab", "--serve", "--clients", "4", "--seconds", "3",
                         "--file-size", "8M", "--workload", "stream-write-light", "--workload", "random-read",
                         "--data-dir", str(tmp_path / "loupe"), "--json"],

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from loupe_probes.bpf.testing import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -23,8 +25,9 @@ def loupe_run(*args, timeout=120):
                           cwd=ROOT, timeout=timeout)
 
 
-@pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed (make deps installs it)")
 def test_loupe_run_marks_the_run_imports_fio_and_prints_the_verdict(server_factory, tmp_path):
+    if not shutil.which("fio"):
+        unavailable("fio is not installed (make deps installs it)")
     s = server_factory("--no-local-agent")
     out = tmp_path / "fio.json"
     r = loupe_run("--name", "local write", "--server", s.base, "--results", str(out), "--client", "10.0.0.7", "--",
