@@ -17,11 +17,10 @@ import argparse
 import os
 import struct
 import sys
-import time
 
 from loupe.lab.nfs3 import (ACCESS, GETATTR, MOUNT_PROG, NFS_PROG, READ, RpcError, add_client_args,  # noqa: F401
-                            call_body, connect, lookup, mount, opaque, record, recv_record, rpc, run_client,
-                            take_replies)
+                            call_body, connect, lookup, mount, opaque, record, pipeline, recv_record, rpc,
+                            run_client)
 
 PROC_NAMES = {GETATTR: "getattr", ACCESS: "access", READ: "read"}
 
@@ -39,41 +38,21 @@ def run(a: argparse.Namespace) -> dict:
     sent = {p: 0 for p in procs}
     got = {p: 0 for p in procs}
     failed = 0
-    outstanding = 0
-    buf = bytearray()
-    stop_at = time.monotonic() + a.seconds
-    t0 = time.monotonic()
 
-    def send(n: int) -> None:
-        nonlocal xid, outstanding
-        parts = []
-        for _ in range(n):
-            xid += 1
-            parts.append(record(xid, bodies[xid % 3]))
-            sent[procs[xid % 3]] += 1
-        s.sendall(b"".join(parts))
-        outstanding += n
+    def make_call() -> tuple[int, bytes]:
+        nonlocal xid
+        xid += 1
+        sent[procs[xid % 3]] += 1
+        return xid, record(xid, bodies[xid % 3])
 
-    send(a.depth)
-    sending = True
-    while outstanding:
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            raise RpcError("the server closed the connection")
-        buf += chunk
-        done = 0
-        for rxid, ok, res in take_replies(buf):
-            if ok and struct.unpack_from(">I", res)[0] == 0:  # and nfsstat3 NFS3_OK
-                got[procs[rxid % 3]] += 1
-            else:
-                failed += 1
-            done += 1
-        outstanding -= done
-        if sending and time.monotonic() >= stop_at:
-            sending = False
-        if sending and done:
-            send(done)
-    wall = time.monotonic() - t0
+    def on_reply(rxid: int, ok: bool, res: bytes) -> None:
+        nonlocal failed
+        if ok and struct.unpack_from(">I", res)[0] == 0:  # and nfsstat3 NFS3_OK
+            got[procs[rxid % 3]] += 1
+        else:
+            failed += 1
+
+    wall = pipeline(s, a.depth, a.seconds, make_call, on_reply)
     s.close()
     return {"ops": {PROC_NAMES[p]: got[p] for p in procs}, "sent": sum(sent.values()),
             "setup_ops": {"lookup": 1}, "failed": failed, "wall_s": wall,

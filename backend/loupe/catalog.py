@@ -203,3 +203,25 @@ def statistic_name(metric_name: str, where: dict[str, list[str]] | None = None, 
     if by:
         parts.append(f"broken down by {DIM_PHRASE.get(by, by)}")
     return " ".join(parts)
+
+
+def fmt_amount(v: float, unit: str) -> str:
+    """A value of a histogram's unit (ns, else bytes) as people read it: "2.25 ms", "9.18 KiB"."""
+    if unit == "ns":
+        for div, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+            if v >= div:
+                return f"{v / div:.3g} {u}"
+        return f"{v:.0f} ns"
+    for div, u in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if v >= div:
+            return f"{v / div:.3g} {u}"
+    return f"{v:.0f} B"
+
+
+def bucket_label(h, e: int) -> str:
+    lo, hi = h.bounds(e)
+    if hi is None:
+        return f"≥ {fmt_amount(lo, h.unit)}"
+    if lo == 0:
+        return f"< {fmt_amount(hi, h.unit)}"
+    return f"{fmt_amount(lo, h.unit)} – {fmt_amount(hi, h.unit)}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .catalog import METRICS
+from .catalog import METRICS, fmt_amount
 from .store.base import Statistic
 from .timerange import Window
 
@@ -103,11 +103,11 @@ def gather(store, client: str, whole: Window, series: Window, host: str | None =
 
 
 def _ms(s: float) -> str:
-    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
+    return fmt_amount(s * 1e9, "ns")
 
 
 def _size(b: float) -> str:
-    return f"{b / 1024:.3g} KiB" if b >= 1024 else f"{b:.0f} B"
+    return fmt_amount(b, "bytes")
 
 
 def verdict(f: Facts) -> tuple[str, list[Reason]]:

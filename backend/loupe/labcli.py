@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from .lab.workload import WORKLOADS
-from .runcli import ApiError, _call
+from .runcli import ApiError, api_call
 
 EXPORT = "/export"
 
@@ -39,6 +39,12 @@ def _say(msg: str) -> None:
     print(f"loupe lab: {msg}", file=sys.stderr, flush=True)
 
 
+def wire_decoder_env(lab, ganesha, export: str = EXPORT) -> dict[str, str]:
+    """Settings of a `loupe serve` whose local agent runs only the NFS wire decoder, on the lab's bridge."""
+    return {"LOUPE_LOCAL_SOURCES": "bpf.nfswire", "LOUPE_NFSWIRE_IFACES": lab.bridge,
+            "LOUPE_NFSWIRE_MOUNT_PORT": str(ganesha.mount_port), "LOUPE_NFSWIRE_EXPORTS": export}
+
+
 class _Serve:
     """A `loupe serve` whose local agent runs only the NFS wire decoder on the lab's bridge."""
 
@@ -48,8 +54,7 @@ class _Serve:
         self.port = port or free_port("127.0.0.1")
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(data_dir / "serve.log", "w")
-        env = dict(os.environ, LOUPE_LOCAL_SOURCES="bpf.nfswire", LOUPE_NFSWIRE_IFACES=lab.bridge,
-                   LOUPE_NFSWIRE_MOUNT_PORT=str(ganesha.mount_port), LOUPE_NFSWIRE_EXPORTS=EXPORT)
+        env = dict(os.environ, **wire_decoder_env(lab, ganesha))
         self.proc = subprocess.Popen([sys.executable, "-m", "loupe.cli", "serve", "--port", str(self.port),
                                       "--data-dir", str(data_dir / "store")], stdout=self.log,
                                      stderr=subprocess.STDOUT, env=env)
@@ -59,7 +64,7 @@ class _Serve:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"loupe serve exited; its log: {self.log.name}")
             try:
-                src = [s for s in _call(self.base, "GET", "/sources", timeout=2)["sources"] if s["name"] == "bpf.nfswire"]
+                src = [s for s in api_call(self.base, "GET", "/sources", timeout=2)["sources"] if s["name"] == "bpf.nfswire"]
             except ApiError:
                 src = []
             if any(s["state"] == "active" for s in src):
@@ -183,7 +188,7 @@ def main(argv: list[str]) -> int:
                 _say(f"Loupe at {base}/ (data {data_dir}); the lab's runs are on its Runs page")
             for name in names:
                 w = WORKLOADS[name]
-                run = _call(base, "POST", "/runs", {"name": f"{a.name}: {w.title}",
+                run = api_call(base, "POST", "/runs", {"name": f"{a.name}: {w.title}",
                                                     "command": ["loupe", "lab", *argv]}) if base else None
                 results = _run_workload(lab, g, name, a.seconds, files)
                 if not base:
@@ -193,12 +198,12 @@ def main(argv: list[str]) -> int:
                              f"{r['errors']} errors, {r['runtime']:.2f} s")
                     reports.append({"workload": name, "clients": results})
                     continue
-                _call(base, "POST", f"/runs/{run['id']}/stop", {"exit_code": 0})
+                api_call(base, "POST", f"/runs/{run['id']}/stop", {"exit_code": 0})
                 time.sleep(2.5)  # the agent sends each second just after it closes
-                _call(base, "POST", f"/runs/{run['id']}/results", {"format": "simple", "clients": [
+                api_call(base, "POST", f"/runs/{run['id']}/results", {"format": "simple", "clients": [
                     {k: r[k] for k in ("client", "read_bytes", "write_bytes", "read_ops", "write_ops")}
                     | {"runtime": round(r["runtime"], 3)} for r in results]})
-                rep = _call(base, "GET", f"/runs/{run['id']}/report?tolerance={a.tolerance}")
+                rep = api_call(base, "GET", f"/runs/{run['id']}/report?tolerance={a.tolerance}")
                 t = rep["total"]
                 pct = t["bytes_agreement_pct"]
                 _say(f"{w.title}: {t['reported_bytes'] / 2**20:,.1f} MiB reported, "

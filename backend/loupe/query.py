@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from .catalog import HISTOGRAMS, CatalogError, check_dim, check_hist, metric, statistic_name
+from .catalog import HISTOGRAMS, CatalogError, bucket_label, check_dim, check_hist, fmt_amount, metric, statistic_name
 from .models import BreakdownResult, BreakdownRow, Bucket, QueryResult, Series, StatisticPublic
 from .store.base import Aggregate, Statistic
-from .store.duckdb_store import _fmt, bucket_label
 from .timerange import Window, choose_window, parse_time
 
 
@@ -114,10 +113,10 @@ def band_phrase(dim: str, lo: int, hi: int) -> str:
     a, _ = h.bounds(lo)
     _, b = h.bounds(hi)
     if b is None:
-        return f"of at least {_fmt(a, h.unit)}"
+        return f"of at least {fmt_amount(a, h.unit)}"
     if a == 0:
-        return f"below {_fmt(b, h.unit)}"
-    return f"between {_fmt(a, h.unit)} and {_fmt(b, h.unit)}"
+        return f"below {fmt_amount(b, h.unit)}"
+    return f"between {fmt_amount(a, h.unit)} and {fmt_amount(b, h.unit)}"
 
 
 def bucket_model(dim: str, e: int) -> Bucket:

@@ -24,7 +24,7 @@ class ApiError(RuntimeError):
     pass
 
 
-def _call(base: str, method: str, path: str, body=None, *, ctype="application/json", timeout=60.0):
+def api_call(base: str, method: str, path: str, body=None, *, ctype="application/json", timeout=60.0):
     data = None if body is None else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
     req = urllib.request.Request(base.rstrip("/") + "/api/v1" + path, data=data, method=method,
                                  headers={"Content-Type": ctype} if data is not None else {})
@@ -45,13 +45,13 @@ def _call(base: str, method: str, path: str, body=None, *, ctype="application/js
 def _import(base: str, run_id: str, path: Path, fmt: str, client: str | None):
     text = path.read_text()
     if fmt == "csv":
-        return _call(base, "POST", f"/runs/{run_id}/results.csv", text, ctype="text/csv")
+        return api_call(base, "POST", f"/runs/{run_id}/results.csv", text, ctype="text/csv")
     try:
         doc = json.loads(text[text.index("{") if fmt == "fio" and "{" in text else 0:])  # fio may print first
     except ValueError as e:
         raise ApiError(f"{path}: not JSON ({e})") from None
     body = {"format": "fio", "report": doc, "client": client} if fmt == "fio" else {"format": "simple", "clients": doc}
-    return _call(base, "POST", f"/runs/{run_id}/results", body)
+    return api_call(base, "POST", f"/runs/{run_id}/results", body)
 
 
 def main(argv: list[str]) -> int:
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
         p.error("give the benchmark's command after --")
     base = a.server or f"http://127.0.0.1:{Settings().port}"
     try:
-        run = _call(base, "POST", "/runs", {"name": a.name, "host": a.host, "command": command})
+        run = api_call(base, "POST", "/runs", {"name": a.name, "host": a.host, "command": command})
     except ApiError as e:
         print(f"loupe run: {e}", file=sys.stderr)
         return 2
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
     except OSError as e:
         print(f"loupe run: cannot start {command[0]}: {e}", file=sys.stderr)
         try:  # no benchmark ran: leave no run behind
-            _call(base, "DELETE", f"/runs/{rid}")
+            api_call(base, "DELETE", f"/runs/{rid}")
         except ApiError as err:
             print(f"loupe run: and cannot delete run {rid}: {err}", file=sys.stderr)
         return 127
@@ -103,12 +103,12 @@ def main(argv: list[str]) -> int:
     finally:
         signal.signal(signal.SIGINT, old)
     try:
-        _call(base, "POST", f"/runs/{rid}/stop", {"exit_code": code})
+        api_call(base, "POST", f"/runs/{rid}/stop", {"exit_code": code})
         print(f"loupe run: run {rid} stopped; the command exited with {code}", file=sys.stderr)
         for path in a.results:
             _import(base, rid, path, a.format, a.client)
         if a.results:
-            rep = _call(base, "GET", f"/runs/{rid}/report?tolerance={a.tolerance}")
+            rep = api_call(base, "GET", f"/runs/{rid}/report?tolerance={a.tolerance}")
             t = rep["total"]
             pct = t["bytes_agreement_pct"]
             print(f"loupe run: verdict {rep['verdict']}: the wire carried "

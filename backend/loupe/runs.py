@@ -12,7 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import statistics
+import time
 from dataclasses import asdict, dataclass, field
+
+from .catalog import METRICS
+from .store.base import Statistic
+from .timerange import choose_window
 
 CSV_FIELDS = ("client", "read_bytes", "write_bytes", "read_ops", "write_ops", "runtime")
 
@@ -310,13 +315,7 @@ def observe(store, start: int, end: int, *, retain: dict[str, int], host: str | 
             now: int | None = None) -> tuple[dict[str, Wire], list[str]]:
     """Each client's NFS reads and writes in [start, end), from the store; and notes on how exact
     that is (a window beyond the seconds tier is widened to whole minutes or hours)."""
-    import time as _time
-
-    from .catalog import METRICS
-    from .store.base import Statistic
-    from .timerange import choose_window
-
-    now = int(_time.time()) if now is None else now
+    now = int(time.time()) if now is None else now
     base = (("host", (host,)),) if host else ()
     whole = choose_window(start, end, now=now, retain=retain, whole=True)
     notes = []

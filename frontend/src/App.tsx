@@ -35,6 +35,14 @@ function LiveIndicator() {
   )
 }
 
+// The header's links: each page and how to open it (some come back to the view last shown).
+const NAV = [
+  { page: 'worksheet', href: '/', label: 'Worksheet', open: () => openWorksheet(lastWorksheet()) },
+  { page: 'status', href: '/status', label: 'Status', open: () => navigate('/status') },
+  { page: 'sources', href: '/sources', label: 'Sources', open: () => openSources() },
+  { page: 'runs', href: '/runs', label: 'Runs', open: () => openRuns() },
+] as const
+
 export function App() {
   const { path } = useLocation()
   const route = path.replace(/\/+$/, '')
@@ -57,50 +65,20 @@ export function App() {
           Loupe
         </a>
         <nav className="nav">
-          <a
-            href="/"
-            className={page === 'worksheet' ? 'active' : ''}
-            data-testid="nav-worksheet"
-            onClick={(e) => {
-              e.preventDefault()
-              openWorksheet(lastWorksheet())
-            }}
-          >
-            Worksheet
-          </a>
-          <a
-            href="/status"
-            className={page === 'status' ? 'active' : ''}
-            data-testid="nav-status"
-            onClick={(e) => {
-              e.preventDefault()
-              navigate('/status')
-            }}
-          >
-            Status
-          </a>
-          <a
-            href="/sources"
-            className={page === 'sources' ? 'active' : ''}
-            data-testid="nav-sources"
-            onClick={(e) => {
-              e.preventDefault()
-              openSources()
-            }}
-          >
-            Sources
-          </a>
-          <a
-            href="/runs"
-            className={page === 'runs' ? 'active' : ''}
-            data-testid="nav-runs"
-            onClick={(e) => {
-              e.preventDefault()
-              openRuns()
-            }}
-          >
-            Runs
-          </a>
+          {NAV.map((n) => (
+            <a
+              key={n.page}
+              href={n.href}
+              className={page === n.page ? 'active' : ''}
+              data-testid={`nav-${n.page}`}
+              onClick={(e) => {
+                e.preventDefault()
+                n.open()
+              }}
+            >
+              {n.label}
+            </a>
+          ))}
         </nav>
         <div className="header-right">
           <DemoLabel />

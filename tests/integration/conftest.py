@@ -93,8 +93,9 @@ class NfsLab:
         self.Lab, self.Ganesha, self._servers = Lab, Ganesha, server_factory
 
     def serve(self, lab, ganesha, export: str) -> Server:
-        s = self._servers(env={"LOUPE_LOCAL_SOURCES": "bpf.nfswire", "LOUPE_NFSWIRE_IFACES": lab.bridge,
-                               "LOUPE_NFSWIRE_MOUNT_PORT": str(ganesha.mount_port), "LOUPE_NFSWIRE_EXPORTS": export})
+        from loupe.labcli import wire_decoder_env
+
+        s = self._servers(env=wire_decoder_env(lab, ganesha, export))
         s.wait_for(lambda: any(x["name"] == "bpf.nfswire" and x["state"] == "active"
                                for x in s.get("/api/v1/sources")["sources"]), what="bpf.nfswire active")
         return s

@@ -5,8 +5,10 @@ put on the wire), without a kernel NFS client.
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
+import time
 
 NFS_PROG, MOUNT_PROG = 100003, 100005
 GETATTR, LOOKUP, ACCESS, READ, WRITE, CREATE, COMMIT = 1, 3, 4, 6, 7, 8, 21
@@ -124,9 +126,6 @@ def add_client_args(p) -> None:
 
 def run_client(run, a) -> int:
     """Wait for --start-at, run, and print one JSON line: the result, or {"error": ...} (exit 1)."""
-    import json
-    import time
-
     if a.start_at:
         time.sleep(max(0.0, a.start_at - time.time()))
     try:
@@ -155,3 +154,37 @@ def take_replies(buf: bytearray) -> list[tuple[int, bool, bytes]]:
         pos = end
     del buf[:pos]
     return out
+
+
+def pipeline(s: socket.socket, depth: int, seconds: float, make_call, on_reply) -> float:
+    """Keep `depth` calls in flight on `s` for `seconds`, then wait for every reply; returns the
+    seconds it took. ``make_call()`` gives the next call as (xid, record); ``on_reply(xid, ok,
+    results)`` gets each reply to one of them (see :func:`take_replies`)."""
+    t0 = time.monotonic()
+    stop_at = t0 + seconds
+    inflight: set[int] = set()
+
+    def send(n: int) -> None:
+        parts = []
+        for _ in range(n):
+            xid, rec = make_call()
+            inflight.add(xid)
+            parts.append(rec)
+        s.sendall(b"".join(parts))
+
+    send(depth)
+    buf = bytearray()
+    while inflight:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            raise RpcError("the server closed the connection")
+        buf += chunk
+        done = 0
+        for xid, ok, res in take_replies(buf):
+            if xid in inflight:
+                inflight.discard(xid)
+                on_reply(xid, ok, res)
+                done += 1
+        if done and time.monotonic() < stop_at:
+            send(done)
+    return time.monotonic() - t0

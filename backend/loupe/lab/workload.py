@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, replace
 
 from .nfs3 import (COMMIT, CREATE, FILE_SYNC, NFS_PROG, READ, UNSTABLE, WRITE, RpcError, add_client_args, call_body,
-                   connect, lookup, mount, opaque, record, rpc, run_client, take_replies)
+                   connect, lookup, mount, opaque, pipeline, record, rpc, run_client)
 
 KiB = 1024
 
@@ -85,7 +85,7 @@ def run(a: argparse.Namespace) -> dict:
     # the body of each call in flight, by XID; what it was is what its reply counts for
     inflight: dict[int, str] = {}
 
-    def next_call() -> bytes:
+    def next_call() -> tuple[int, bytes]:
         nonlocal xid, offset, n_created
         xid += 1
         if w.kind == "read":
@@ -105,7 +105,7 @@ def run(a: argparse.Namespace) -> dict:
             args = opaque(root) + opaque(name.encode()) + struct.pack(">I", 0) + b"\0" * 24
             proc, what = CREATE, "create"
         inflight[xid] = what
-        return record(xid, call_body(NFS_PROG, 3, proc, args))
+        return xid, record(xid, call_body(NFS_PROG, 3, proc, args))
 
     def count(what: str, res: bytes) -> None:
         (status,) = struct.unpack_from(">I", res)
@@ -123,29 +123,15 @@ def run(a: argparse.Namespace) -> dict:
         else:
             counts["create_ops"] += 1
 
+    def on_reply(xid: int, ok: bool, res: bytes) -> None:
+        what = inflight.pop(xid)
+        if ok:
+            count(what, res)
+        else:
+            counts["errors"] += 1
+
     start_wall = time.time()
-    t0 = time.monotonic()
-    stop_at = t0 + a.seconds
-    s.sendall(b"".join(next_call() for _ in range(w.depth)))
-    buf = bytearray()
-    while inflight:
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            raise RpcError("the server closed the connection")
-        buf += chunk
-        replies = 0
-        for rxid, ok, res in take_replies(buf):
-            what = inflight.pop(rxid, None)
-            if what is None:
-                continue
-            if ok:
-                count(what, res)
-            else:
-                counts["errors"] += 1
-            replies += 1
-        if replies and time.monotonic() < stop_at:
-            s.sendall(b"".join(next_call() for _ in range(replies)))
-    runtime = time.monotonic() - t0
+    runtime = pipeline(s, w.depth, a.seconds, next_call, on_reply)
     if w.kind == "write" and w.stable == UNSTABLE:  # what a streaming writer does at close
         xid += 1
         rpc(s, xid, NFS_PROG, 3, COMMIT, opaque(fh) + struct.pack(">QI", 0, 0))

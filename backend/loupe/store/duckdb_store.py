@@ -37,6 +37,7 @@ import os
 import threading
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -45,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family
+from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family, bucket_label
 from ..frame import Frame, SourceStatus
 from ..timerange import SECOND_STEP_GRAIN, Window
 from .base import Aggregate, Heatmap, IngestOutcome, PruneReport, Statistic, Store, StoreUnavailable
@@ -1185,13 +1186,21 @@ class DuckDBStore(Store):
             if up:
                 self._dirty.add(up)
 
-    def prune(self, now: int, *, wait: bool = True) -> PruneReport | None:
-        if not self._tlock.acquire(blocking=wait):  # a day of seconds is being re-sorted: next time
-            return None
+    @contextmanager
+    def _settled_writer(self, wait: bool):
+        """Held by each writer of the settled seconds (compact, prune, sort_seconds); yields False,
+        holding nothing, when `wait` is off and another one is at work (a day's re-sort: minutes)."""
+        if not self._tlock.acquire(blocking=wait):
+            yield False
+            return
         try:
-            return self._prune(now)
+            yield True
         finally:
             self._tlock.release()
+
+    def prune(self, now: int, *, wait: bool = True) -> PruneReport | None:
+        with self._settled_writer(wait) as mine:
+            return self._prune(now) if mine else None
 
     def _prune(self, now: int) -> PruneReport:
         before = self.size_bytes()
@@ -1213,12 +1222,8 @@ class DuckDBStore(Store):
         return PruneReport(deleted, before, after)
 
     def compact(self, now: int, *, wait: bool = True) -> int:
-        if not self._tlock.acquire(blocking=wait):  # a day of seconds is being re-sorted: next time
-            return 0
-        try:
-            return self._compact(now)
-        finally:
-            self._tlock.release()
+        with self._settled_writer(wait) as mine:
+            return self._compact(now) if mine else 0
 
     def _compact(self, now: int) -> int:
         cutoff = (now - 120) - (now - 120) % self.compact_every
@@ -1288,9 +1293,9 @@ class DuckDBStore(Store):
         flushes, rollups and queries go on beside it (queries see the old layout until the
         commit). Compaction and prune, the other writers of ``f_s``, wait for it (``_tlock``);
         :meth:`close` interrupts it, and an interrupted day is simply done again later."""
-        if not self._tlock.acquire(blocking=wait):
-            return 0
-        try:
+        with self._settled_writer(wait) as mine:
+            if not mine:
+                return 0
             upto = self._compacted - self._compacted % 86400  # days before are wholly settled
             day = self._next_day(self._seconds_sorted, "s", upto)
             if day is None:
@@ -1314,8 +1319,6 @@ class DuckDBStore(Store):
                 cur.close()
             self._seconds_sorted = day + 86400
             return rows
-        finally:
-            self._tlock.release()
 
     def _next_day(self, done: int | None, tier: str, upto: int) -> int | None:
         """The UTC day to sort next in `tier`, if it closed before `upto`: the day after `done`, or
@@ -1490,24 +1493,3 @@ class DuckDBStore(Store):
                     self._db.close()
         finally:
             self._tlock.release()
-
-
-def _fmt(v: float, unit: str) -> str:
-    if unit == "ns":
-        for div, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
-            if v >= div:
-                return f"{v / div:.3g} {u}"
-        return f"{v:.0f} ns"
-    for div, u in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if v >= div:
-            return f"{v / div:.3g} {u}"
-    return f"{v:.0f} B"
-
-
-def bucket_label(h, e: int) -> str:
-    lo, hi = h.bounds(e)
-    if hi is None:
-        return f"≥ {_fmt(lo, h.unit)}"
-    if lo == 0:
-        return f"< {_fmt(hi, h.unit)}"
-    return f"{_fmt(lo, h.unit)} – {_fmt(hi, h.unit)}"

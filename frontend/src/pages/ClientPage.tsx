@@ -4,6 +4,7 @@
 import { useMemo } from 'react'
 import { useDiagnosis, useHeatmap } from '../api/hooks'
 import { SimpleHeatmap } from '../charts/heatmap/Simple'
+import { Figures } from '../components/Figures'
 import {
   DIAG_RANGES,
   decodeClientView,
@@ -72,32 +73,19 @@ export function ClientPage() {
               ))}
             </ul>
           </section>
-          <dl className="run-figures client-figures">
-            <div>
-              <dt>operations</dt>
-              <dd data-testid="client-ops">{formatRate(data.ops_per_s, 'ops/s')}</dd>
-            </div>
-            <div>
-              <dt>bytes</dt>
-              <dd>{formatRate(data.bytes_per_s, 'bytes/s')}</dd>
-            </div>
-            <div>
-              <dt title="mean operations in flight at the server (Little's law)">in flight</dt>
-              <dd data-testid="client-inflight">{data.inflight.toPrecision(3)}</dd>
-            </div>
-            <div>
-              <dt>busy</dt>
-              <dd>{Math.round(100 * data.busy_fraction)} % of the time</dd>
-            </div>
-            <div>
-              <dt>mean I/O</dt>
-              <dd>{data.mean_io_bytes === null || data.mean_io_bytes === undefined ? '–' : formatBytes(data.mean_io_bytes)}</dd>
-            </div>
-            <div>
-              <dt>TCP retransmits</dt>
-              <dd>{data.retransmits_per_s === null || data.retransmits_per_s === undefined ? 'no data' : formatRate(data.retransmits_per_s, 'retransmits/s')}</dd>
-            </div>
-          </dl>
+          <Figures
+            items={[
+              { label: 'operations', testId: 'client-ops', value: formatRate(data.ops_per_s, 'ops/s') },
+              { label: 'bytes', value: formatRate(data.bytes_per_s, 'bytes/s') },
+              { label: 'in flight', testId: 'client-inflight', title: "mean operations in flight at the server (Little's law)", value: data.inflight.toPrecision(3) },
+              { label: 'busy', value: `${Math.round(100 * data.busy_fraction)} % of the time` },
+              { label: 'mean I/O', value: data.mean_io_bytes === null || data.mean_io_bytes === undefined ? '–' : formatBytes(data.mean_io_bytes) },
+              {
+                label: 'TCP retransmits',
+                value: data.retransmits_per_s === null || data.retransmits_per_s === undefined ? 'no data' : formatRate(data.retransmits_per_s, 'retransmits/s'),
+              },
+            ]}
+          />
           <section className="panel">
             <table className="table" data-testid="client-ops-table">
               <thead>

@@ -1,10 +1,11 @@
 // Benchmark runs: the list (start and stop one here, or with `loupe run -- COMMAND`), and a
 // run's validation report: what each client reported against what crossed the wire.
 // Client addresses, names and reasons are rendered as text, never as HTML.
-import { useEffect, useMemo, useState } from 'react'
+import { useMemo, useState } from 'react'
 import type { RunPublic, RunReport } from '../api/client'
 import { useDeleteRun, useImportResults, useRunHeatmap, useRunReport, useRuns, useStartRun, useStopRun } from '../api/hooks'
 import { SimpleHeatmap } from '../charts/heatmap/Simple'
+import { Figures } from '../components/Figures'
 import { formatBytes, formatDateTime, formatRate } from '../lib/format'
 import {
   agreementLevel,
@@ -20,20 +21,12 @@ import {
   type ResultsFormat,
   type RunsView,
 } from '../lib/runs'
+import { useNowMs } from '../state/clock'
 import { navigate, useLocation } from '../state/router'
 import { openWorksheet } from '../state/useWorksheet'
 
 export function openRuns(view: RunsView = { run: null, tolerance: 2 }) {
   navigate(`/runs${encodeRunsView(view)}`)
-}
-
-function useNowS(): number {
-  const [now, setNow] = useState(() => Date.now() / 1000)
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now() / 1000), 1000)
-    return () => clearInterval(t)
-  }, [])
-  return now
 }
 
 export function RunsPage() {
@@ -89,7 +82,7 @@ function StartRun({ onStarted }: { onStarted: (id: string) => void }) {
 }
 
 function RunList({ runs, view }: { runs: RunPublic[]; view: RunsView }) {
-  const now = useNowS()
+  const now = useNowMs() / 1000
   const stop = useStopRun()
   const [picked, setPicked] = useState<string[]>(() => view.compare ?? [])
   const toggle = (id: string) => setPicked((p) => (p.includes(id) ? p.filter((x) => x !== id) : [...p, id].slice(-2)))
@@ -244,34 +237,19 @@ function Report({ rep }: { rep: RunReport }) {
         {VERDICT_TEXT[rep.verdict] ?? rep.verdict}
         {rep.failed.length > 0 && `: ${rep.failed.length} client${rep.failed.length > 1 ? 's' : ''} outside ±${rep.tolerance_pct} % (${rep.failed.join(', ')})`}
       </div>
-      <dl className="run-figures">
-        <div>
-          <dt>reported</dt>
-          <dd data-testid="total-reported">
-            {formatBytes(t.reported_bytes)} · {formatRate(t.reported_bytes_per_s, 'bytes/s')}
-          </dd>
-        </div>
-        <div>
-          <dt>on the wire</dt>
-          <dd data-testid="total-wire">
-            {formatBytes(t.wire_bytes)} · {formatRate(t.wire_bytes_per_s, 'bytes/s')}
-          </dd>
-        </div>
-        <div>
-          <dt>agreement</dt>
-          <dd data-testid="total-agreement">{agreementText(t.bytes_agreement_pct)}</dd>
-        </div>
-        <div>
-          <dt>window</dt>
-          <dd>{rep.seconds} s</dd>
-        </div>
-        <div>
-          <dt>ramp-up / tail</dt>
-          <dd title="from the run's start until every client was busy / from the first client to finish to the run's end">
-            {sk.ramp_up_s ?? '–'} s / {sk.tail_s ?? '–'} s
-          </dd>
-        </div>
-      </dl>
+      <Figures
+        items={[
+          { label: 'reported', testId: 'total-reported', value: `${formatBytes(t.reported_bytes)} · ${formatRate(t.reported_bytes_per_s, 'bytes/s')}` },
+          { label: 'on the wire', testId: 'total-wire', value: `${formatBytes(t.wire_bytes)} · ${formatRate(t.wire_bytes_per_s, 'bytes/s')}` },
+          { label: 'agreement', testId: 'total-agreement', value: agreementText(t.bytes_agreement_pct) },
+          { label: 'window', value: `${rep.seconds} s` },
+          {
+            label: 'ramp-up / tail',
+            title: "from the run's start until every client was busy / from the first client to finish to the run's end",
+            value: `${sk.ramp_up_s ?? '–'} s / ${sk.tail_s ?? '–'} s`,
+          },
+        ]}
+      />
       <div className="table-scroll">
         <table className="table" data-testid="run-clients">
           <thead>

@@ -1,7 +1,7 @@
 // The Sources page: each agent with its own cost, its sources with state, reason and
 // probe cost, Suspend / Resume, and which families have data. Polls every 2 s.
 // Everything an agent reports (ids, names, reasons) is rendered as text, never as HTML.
-import { useEffect, useMemo, useState } from 'react'
+import { useMemo } from 'react'
 import type { SourcePublic } from '../api/client'
 import { useSourceControl, useSources, type SourcesAnswer } from '../api/hooks'
 import { Sparkline } from '../charts/sparkline/View'
@@ -30,6 +30,7 @@ import {
   type CostSample,
   type SourcesView,
 } from '../lib/sources'
+import { useNowMs } from '../state/clock'
 import { navigate, useLocation } from '../state/router'
 
 const POLL_MS = 2_000
@@ -44,16 +45,6 @@ export function openSources(view?: SourcesView) {
 // Samples seen while this page is open, kept across visits (the API reports only the last second).
 const costHistory = new Map<string, CostSample[]>()
 const pendingSince = new Map<string, { action: Action; at: number }>()
-
-/** The browser's clock, ticking once a second so that "last seen" and staleness move on. */
-function useNowMs(everyMs = 1_000): number {
-  const [now, setNow] = useState(() => Date.now())
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), everyMs)
-    return () => clearInterval(t)
-  }, [everyMs])
-  return now
-}
 
 export function SourcesPage() {
   const { search } = useLocation()
