@@ -12,6 +12,11 @@ time that really passed between the two readings is off from ``n`` by more than
 IRREGULAR (the first interval after start often is: the priming read came late in
 its second), the delta is divided by that time instead, so the point shows the
 rate and not a dip; regular intervals keep exact counts.
+
+CPU time needs no clock at all: each CPU's ticks across its modes are the time
+that CPU saw pass, so its modes are shared out of one second by their tick
+ratio, as mpstat does. Reading jitter (a read 0.2 s late moves 20 ticks) then
+cannot make a busy 2-CPU host read 164 % or 240 %.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class _DeltaSource(abc.ABC):
     name = ""
     family = ""
     replayable = False
+    per_second = False  # rows() already gives per-second rates: no division by the interval
     clock = staticmethod(time.monotonic)  # when each reading was taken (tests set their own)
 
     def __init__(self, host: str, proc: str | Path = "/proc", sys: str | Path = "/sys") -> None:
@@ -85,7 +91,7 @@ class _DeltaSource(abc.ABC):
         passed = self._prev[2] - prev[2]
         if n > 0 and abs(passed - n) > IRREGULAR * n:
             n = passed
-        if n > 0 and n != 1:
+        if n > 0 and n != 1 and not self.per_second:
             for r in rows:
                 for k in ("count", "bytes", "lat_sum"):
                     if k in r:
@@ -95,16 +101,11 @@ class _DeltaSource(abc.ABC):
 
 
 class CpuSource(_DeltaSource):
-    """/proc/stat: CPU microseconds per CPU and mode (``count``, as cpu.util expects)."""
+    """/proc/stat: CPU microseconds per second per CPU and mode (``count``, as cpu.util expects)."""
 
     name = "procfs.cpu"
     family = "cpu"
-
-    def __init__(self, host: str, proc: str | Path = "/proc", sys: str | Path = "/sys",
-                 clk_tck: int | None = None) -> None:
-        super().__init__(host, proc, sys)
-        # /proc/stat counts in USER_HZ ticks (100 on every mainstream kernel, but ask).
-        self.us_per_tick = 1_000_000 // (clk_tck or os.sysconf("SC_CLK_TCK"))
+    per_second = True
 
     def read(self) -> Counters:
         out: Counters = {}
@@ -119,7 +120,11 @@ class CpuSource(_DeltaSource):
 
     def rows(self, deltas: Counters) -> list[dict]:
         # application stays empty: only a scheduler probe (BPF) can attribute CPU time.
-        return [{"dims": {"cpu": cpu, "mode": mode}, "count": ticks * self.us_per_tick}
+        # A mode dropped from deltas (iowait stepping back) is left out of its CPU's total.
+        total: dict[str, int] = {}
+        for (cpu, _), (ticks,) in deltas.items():
+            total[cpu] = total.get(cpu, 0) + ticks
+        return [{"dims": {"cpu": cpu, "mode": mode}, "count": round(ticks * 1_000_000 / total[cpu])}
                 for (cpu, mode), (ticks,) in sorted(deltas.items(), key=_natural_key) if ticks]
 
 
