@@ -1,6 +1,7 @@
 """The ingest log and the stage: acknowledged means on disk, counted once, replayed after a crash."""
 
 import os
+import pathlib
 import shutil
 import subprocess
 import threading
@@ -11,6 +12,7 @@ from factories import NOW, random_nfs_frames
 from loupe.catalog import FAMILIES, METRICS
 from loupe.store.base import Statistic, StoreUnavailable
 from loupe.store.duckdb_store import DuckDBStore
+from loupe.store import ingest_log
 from loupe.store.ingest_log import IngestLog, read_segment
 from loupe.timerange import Window
 
@@ -38,10 +40,80 @@ def test_acknowledged_batches_are_in_the_log_until_flushed(tmp_path):
     assert stored(s) == pytest.approx(count_of(frames))  # queries see the stage
     assert s._cur.execute("SELECT count(*) FROM nfs_s_hot").fetchall() == [(0,)]
     assert s.flush() == sum(len(f.rows) for f in frames)
-    assert s._log.segments() == []  # committed: the segment is gone
+    assert above(s._log.segments(), s._flushed_lsn) == []  # committed: kept for reuse only
     assert stored(s) == pytest.approx(count_of(frames))  # and counted once
     assert s.flush() == 0
     s.close()
+
+
+def kill(s) -> None:
+    """Stop a store as a kill would: no flush, no checkpoint."""
+    s._log.close()
+    s._db.close()
+
+
+def above(segments, lsn) -> list[int]:
+    return [r.lsn for seg in segments for r in read_segment(seg)[0] if r.lsn > lsn]
+
+
+def test_committed_segments_are_overwritten_and_a_crash_replays_only_the_new_records(tmp_path):
+    """Each flush's segment is reused by a later one (no new files, no metadata to sync); after a
+    kill, what a reused segment still holds of its old records is neither replayed nor counted twice."""
+    path = tmp_path / "r.duckdb"
+    s = DuckDBStore(path, clock=lambda: NOW)
+    frames = random_nfs_frames(NOW, 60, clients=20, files=40)
+    inodes = set()
+    for i in range(0, 50, 5):  # ten flushes of five frames each; the later ones smaller
+        s.ingest(frames[i : i + (5 if i < 25 else 1)], received_at=NOW + 61)
+        inodes |= {seg.stat().st_ino for seg in s._log.segments()}
+        s.flush()
+    assert len(inodes) <= ingest_log.SPARES + 1
+    assert len(s._log.segments()) <= ingest_log.SPARES
+    kept = [f for i in range(0, 50, 5) for f in frames[i : i + (5 if i < 25 else 1)]]
+    unflushed = frames[50:53]
+    s.ingest(unflushed, received_at=NOW + 61)
+    (seg,) = [x for x in s._log.segments() if above([x], s._flushed_lsn)]
+    _, good, _ = read_segment(seg)
+    assert seg.stat().st_size > good  # old records follow the new one
+    kill(s)  # the last record is only in the log
+    s = DuckDBStore(path, clock=lambda: NOW)
+    try:
+        assert stored(s) == pytest.approx(count_of(kept) + count_of(unflushed))
+        assert s.high_water() == {"r@h": unflushed[-1].seq}
+    finally:
+        s.close()
+
+
+def test_a_new_store_does_not_replay_the_log_of_a_store_deleted_beside_it(tmp_path):
+    """Segments kept for reuse still hold old records: a store file deleted (to start afresh)
+    must not come back from the log left beside it."""
+    path = tmp_path / "d.duckdb"
+    s = DuckDBStore(path, clock=lambda: NOW)
+    s.ingest(random_nfs_frames(NOW, 10), received_at=NOW + 11)
+    s.flush()
+    s.ingest(random_nfs_frames(NOW + 10, 1, source="late@h"), received_at=NOW + 11)
+    kill(s)  # with a record unflushed
+    assert s._log.segments()
+    path.unlink()
+    pathlib.Path(str(path) + ".wal").unlink(missing_ok=True)
+    s = DuckDBStore(path, clock=lambda: NOW)
+    try:
+        assert stored(s) == 0 and s.high_water() == {} and s._log.segments() == []
+    finally:
+        s.close()
+
+
+def test_a_record_out_of_lsn_sequence_ends_a_segment(tmp_path):
+    log = IngestLog(tmp_path / "seq")
+    log.replay(0)
+    probe = DuckDBStore(tmp_path / "p.duckdb", clock=lambda: NOW)
+    table, _ = probe._to_arrow(FAMILIES["nfs"], random_nfs_frames(NOW, 1))
+    probe.close()
+    recs = [b"".join(ingest_log.encode(lsn, {"a@h": lsn}, ["nas1"], NOW, {"nfs": table})) for lsn in (7, 8, 3, 9)]
+    seg = tmp_path / "seq" / "00000000000000000007.log"
+    seg.write_bytes(b"".join(recs))
+    records, good, why = read_segment(seg)
+    assert [r.lsn for r in records] == [7, 8] and good == len(recs[0]) + len(recs[1]) and why is None
 
 
 def test_a_torn_record_at_the_tail_is_dropped_and_the_rest_replayed(tmp_path):
@@ -50,8 +122,7 @@ def test_a_torn_record_at_the_tail_is_dropped_and_the_rest_replayed(tmp_path):
     first = random_nfs_frames(NOW, 20, source="a@h")
     s.ingest(first, received_at=NOW + 21)
     seg = s._log.segments()[0]
-    s._log.close()
-    s._db.close()  # as if killed: nothing flushed, no checkpoint
+    kill(s)  # nothing flushed
     whole = seg.read_bytes()
     # a second record cut off mid-write (never acknowledged), after the good one
     log = IngestLog(tmp_path / "scratch")

@@ -187,6 +187,8 @@ class DuckDBStore(Store):
         self.flush_error: str | None = None
         self._empty_stage = {n: self._stage_schema(f).empty_table() for n, f in FAMILIES.items()}
         self._log = IngestLog(self.path + ".ingest")
+        if self._new:  # a log beside a new store is an earlier store's: its records are not ours
+            self._log.discard()
         self._flushed_lsn = self._db.execute("SELECT lsn FROM ingest_mark").fetchone()[0]
         replayed = self._log.replay(self._flushed_lsn)
         for rec in replayed:
@@ -238,7 +240,8 @@ class DuckDBStore(Store):
         db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         # The ingest log's records up to this LSN are in the tables (one row; see flush()).
         db.execute("CREATE TABLE IF NOT EXISTS ingest_mark (lsn BIGINT NOT NULL)")
-        if db.execute("SELECT count(*) FROM ingest_mark").fetchone()[0] == 0:
+        self._new = db.execute("SELECT count(*) FROM ingest_mark").fetchone()[0] == 0
+        if self._new:
             db.execute("INSERT INTO ingest_mark VALUES (0)")
         # Stores that kept f_k_s for settled seconds only: add the hot seconds' totals once.
         if db.execute("SELECT count(*) FROM meta WHERE key = 'hot_totals'").fetchone()[0] == 0:
@@ -541,7 +544,7 @@ class DuckDBStore(Store):
             try:
                 cur.begin()
                 for name, items in snap.items():
-                    t = pa.concat_tables([x for _, x in items]).drop_columns(["lsn"])
+                    t = pa.concat_tables([x for _, x in items]).drop_columns(["lsn"]).combine_chunks()
                     rows += t.num_rows
                     self._append(cur, f"{name}_s_hot", t)
                     k = t.group_by(["ts", "host"]).aggregate([(c, "sum") for c in MEASURES])
@@ -631,9 +634,10 @@ class DuckDBStore(Store):
             vals = getattr(c, m)
             cols[m] = pa.array(np.zeros(n, dtype=np.int64) if vals is None else vals, pa.int64())
         rows, ords, counts = [], [], []
+        ordinal = _ordinals(fam)
         for h, sh in c.hist.items():
             spec = HISTOGRAMS[h]
-            lookup = np.array([_ordinals(fam)[h][e] for e in range(spec.lo, spec.hi + 1)], dtype=np.int64)
+            lookup = np.array([ordinal[h][e] for e in range(spec.lo, spec.hi + 1)], dtype=np.int64)
             rows.append(np.asarray(sh.row, dtype=np.int64))
             ords.append(lookup[np.asarray(sh.bucket, dtype=np.int64) - spec.lo])
             counts.append(np.asarray(sh.n, dtype=np.int64))

@@ -14,6 +14,14 @@ Segment files ``<dir>/<first lsn>.log`` hold records::
 The header is JSON (``lsn``, ``seqs``, ``hosts``, ``seen``, ``parts``: [family, bytes]);
 the body is one Arrow IPC stream per part. A record cut short or failing its CRC ends
 its segment: it was being written when the process died, so it was never acknowledged.
+
+Committed segments are reused, as PostgreSQL recycles WAL segments: the next segment
+overwrites one from byte 0. Overwriting blocks a file already has leaves fdatasync no
+metadata to journal (on ext4 it halves the sync of a 1.5 MB record, 3.3 to 1.6 ms here).
+A reused file keeps its name (the first LSN it was created with), and what follows its
+new records is old ones; so within a segment LSNs must run on by one, and the first
+record out of sequence ends it. Old records are at or below the store's flushed LSN
+anyway, which replay skips.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ log = logging.getLogger("loupe.store")
 
 MAGIC = b"LPL1"
 HEAD = struct.Struct("<4sIQI")
+SPARES = 2  # committed segments kept for reuse; more are deleted
 
 
 @dataclass
@@ -62,7 +71,8 @@ def encode(lsn: int, seqs: dict[str, int], hosts: list[str], seen: float,
 
 
 def read_segment(path: Path) -> tuple[list[Record], int, str | None]:
-    """Records of one segment, the offset after the last good one, and why reading stopped early."""
+    """Records of one segment, the offset after the last good one, and why reading stopped
+    early; a record out of LSN sequence (the old content of a reused segment) ends it quietly."""
     data = path.read_bytes()
     out: list[Record] = []
     pos = 0
@@ -79,6 +89,8 @@ def read_segment(path: Path) -> tuple[list[Record], int, str | None]:
         if zlib.crc32(body, zlib.crc32(header)) != crc:
             return out, pos, f"a record failing its checksum at byte {pos}"
         h = json.loads(header)
+        if out and h["lsn"] != out[-1].lsn + 1:
+            return out, pos, None
         tables, off = {}, 0
         for fam, n in h["parts"]:
             tables[fam] = pa.ipc.open_stream(pa.py_buffer(body[off : off + n])).read_all()
@@ -89,7 +101,7 @@ def read_segment(path: Path) -> tuple[list[Record], int, str | None]:
 
 
 class IngestLog:
-    """Append, fsync, rotate at each flush, delete what the store has committed."""
+    """Append, fsync, rotate at each flush, reuse (or delete) what the store has committed."""
 
     def __init__(self, directory: Path | str) -> None:
         self.dir = Path(directory)
@@ -99,25 +111,34 @@ class IngestLog:
         self._size = 0  # bytes of whole records in the open segment
         self.last_lsn = 0
         self._retired: list[tuple[Path, int]] = []  # closed segments and their last lsn
+        self._spares: list[Path] = []  # committed segments, to be overwritten next
 
     def segments(self) -> list[Path]:
         return sorted(self.dir.glob("*.log"), key=lambda p: int(p.stem))
 
+    def discard(self) -> None:
+        """Delete every segment (the store they belonged to is gone)."""
+        segs = self.segments()
+        if segs:
+            log.warning("ingest log %s: %d segments of an earlier store deleted", self.dir, len(segs))
+        for seg in segs:
+            seg.unlink()
+
     def replay(self, after: int) -> list[Record]:
-        """Every intact record with lsn > `after`. A damaged tail is cut off, so appends go after good records."""
+        """Every intact record with lsn > `after`, in lsn order."""
         out: list[Record] = []
         for seg in self.segments():
             records, good, why = read_segment(seg)
-            if why:
-                log.warning("ingest log %s: %s; the rest of the segment (never acknowledged) is dropped", seg, why)
-                with open(seg, "r+b") as f:
-                    f.truncate(good)
-            last = records[-1].lsn if records else int(seg.stem) - 1
-            self.last_lsn = max(self.last_lsn, last)
-            self._retired.append((seg, last))
+            if why and any(r.lsn > after for r in records):
+                log.info("ingest log %s ends at byte %d: %s (never acknowledged)", seg, good, why)
+            if not records:  # nothing in it: its name may be the next segment's
+                seg.unlink()
+                continue
+            self.last_lsn = max(self.last_lsn, records[-1].lsn)
+            self._retired.append((seg, records[-1].lsn))
             out += [r for r in records if r.lsn > after]
         self.last_lsn = max(self.last_lsn, after)
-        return out
+        return sorted(out, key=lambda r: r.lsn)
 
     def append(self, seqs: dict[str, int], hosts: set[str], seen: float, tables: dict[str, pa.Table]) -> int:
         """Write one record and fsync it; returns its lsn. Raises OSError (e.g. disk full) with nothing acknowledged."""
@@ -125,8 +146,8 @@ class IngestLog:
         bufs = encode(lsn, seqs, sorted(hosts), seen, tables)
         size = sum(len(b) for b in bufs)
         if self._fd is None:
-            self._path = self.dir / f"{lsn:020d}.log"
-            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._path = self._spares.pop(0) if self._spares else self.dir / f"{lsn:020d}.log"
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o600)  # written from byte 0
             self._size = 0
         try:
             while bufs:  # writev may write part of the record: go on from where it stopped
@@ -146,6 +167,10 @@ class IngestLog:
                 log.error("ingest log %s: could not cut off a failed write; renaming the segment", self._path)
                 os.rename(self._path, self._path.with_suffix(".failed"))
                 self._path = self._path.with_suffix(".failed")
+            if self._size == 0:  # holds nothing: the retry may create a segment of the same name
+                os.close(self._fd)
+                self._path.unlink(missing_ok=True)
+                self._fd, self._path = None, None
             self._close()
             raise
         self._size += size
@@ -159,17 +184,20 @@ class IngestLog:
             self._fd, self._path = None, None
 
     def rotate(self) -> None:
-        """Close the current segment: what the next flush commits can then be deleted whole."""
+        """Close the current segment: what the next flush commits can then be reused whole."""
         self._close()
 
     def committed(self, lsn: int) -> None:
-        """The store has every record up to `lsn`: delete the closed segments that hold nothing newer."""
+        """The store has every record up to `lsn`: the closed segments that hold nothing newer
+        are kept for reuse, up to SPARES of them, or deleted."""
         keep = []
         for path, last in self._retired:
-            if last <= lsn:
-                path.unlink(missing_ok=True)
-            else:
+            if last > lsn:
                 keep.append((path, last))
+            elif len(self._spares) < SPARES and path.suffix == ".log":
+                self._spares.append(path)
+            else:
+                path.unlink(missing_ok=True)
         self._retired = keep
 
     def close(self) -> None:
