@@ -82,7 +82,8 @@ class Loupe:
     def _flusher(self) -> None:
         """Acknowledged batches wait in the ingest log and in memory; write them to the tables each second."""
         failing = False
-        while not self._stop.wait(1.0):
+        while not self._stop.is_set():
+            self.store.wait_flush(1.0)
             try:
                 self.store.flush()
                 if failing:

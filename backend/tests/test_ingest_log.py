@@ -185,6 +185,31 @@ def test_queries_see_a_consistent_total_while_seconds_arrive_and_flush(tmp_path)
     s.close()
 
 
+def test_a_full_stage_wakes_the_flush_thread_instead_of_flushing_in_the_request(tmp_path):
+    frames = random_nfs_frames(NOW, 10)
+    s = DuckDBStore(tmp_path / "w.duckdb", clock=lambda: NOW, stage_flush_rows=len(frames[0].rows))
+    flushed = threading.Event()
+
+    def flush_thread():
+        s.wait_flush(120)  # only a wake-up ends this wait within the test's time
+        s.flush()
+        flushed.set()
+
+    t = threading.Thread(target=flush_thread)
+    t.start()
+    try:
+        while not s._flush_thread:
+            t.join(0.01)
+        s.ingest(frames, received_at=NOW + 11)
+        assert s.inline_flushes == 0
+        assert flushed.wait(60)
+        assert s._cur.execute("SELECT count(*) FROM nfs_s_hot").fetchone()[0] == sum(len(f.rows) for f in frames)
+    finally:
+        s.request_flush()
+        t.join()
+        s.close()
+
+
 def test_a_store_that_cannot_flush_refuses_instead_of_growing(tmp_path):
     frames = random_nfs_frames(NOW, 40)
     s = DuckDBStore(tmp_path / "b.duckdb", clock=lambda: NOW, stage_flush_rows=10**9,

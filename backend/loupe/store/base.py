@@ -5,6 +5,7 @@ and a ClickHouse engine can implement the same methods without touching the API.
 from __future__ import annotations
 
 import abc
+import time
 from dataclasses import dataclass, field
 
 from ..catalog import Metric
@@ -106,6 +107,14 @@ class Store(abc.ABC):
         Engines that write through at ingest have nothing to do."""
         return 0
 
+    def request_flush(self) -> None:
+        """Wake wait_flush() now."""
+
+    def wait_flush(self, timeout: float) -> None:
+        """Block until a flush is due: `timeout` passed, or (engines with a stage) the stage
+        filled early. A flush thread calls this, so it never falls behind a burst."""
+        time.sleep(timeout)
+
     @abc.abstractmethod
     def rollup(self, now: int) -> int:
         """Roll closed dirty periods up a tier; returns periods rolled."""
@@ -177,7 +186,8 @@ class Store(abc.ABC):
     def run_delete(self, run_id: str) -> bool: ...
 
     def interrupt(self) -> None:
-        """Abandon long upkeep work in progress (a re-sort), to be done again later; for shutdown."""
+        """Abandon long upkeep work in progress (a re-sort), to be done again later, and wake a
+        waiting flush; for shutdown."""
 
     @abc.abstractmethod
     def close(self) -> None: ...

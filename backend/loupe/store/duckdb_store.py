@@ -127,15 +127,17 @@ class DuckDBStore(Store):
         stage_flush_rows: int = 200_000,
         stage_max_rows: int = 5_000_000,
     ) -> None:
-        """`stage_flush_rows`: an ingest that leaves more rows waiting for the flush writes them itself
-        (bulk loads); `stage_max_rows`: beyond this the store is not keeping up, and ingest is refused
+        """`stage_flush_rows`: an ingest that leaves more rows waiting wakes the flush thread (see
+        wait_flush), or with none writes them itself (bulk loads); `stage_max_rows`: beyond this the store is not keeping up, and ingest is refused
         (503, retried by agents) instead of growing memory without bound."""
         self.path = str(path)
         self.retain = retain or {"second": 48 * 3600, "minute": 30 * 86400, "hour": 365 * 86400}
         self.top_files = top_files
         self.compact_every = compact_every
         self.stage_flush_rows = stage_flush_rows
-        self.inline_flushes = 0  # ingests that flushed the stage themselves (the flush thread fell behind)
+        self.inline_flushes = 0  # ingests that flushed the stage themselves (no flush thread waits)
+        self._flush_due = threading.Event()
+        self._flush_thread = False  # something calls wait_flush(): it flushes, requests never do
         self.stage_max_rows = stage_max_rows
         self.clock = clock
         self._db = duckdb.connect(self.path)
@@ -461,8 +463,11 @@ class DuckDBStore(Store):
         if job.error is not None:
             raise job.error
         if self._staged_rows > self.stage_flush_rows:
-            self.inline_flushes += 1
-            self.flush()
+            if self._flush_thread:
+                self.request_flush()  # the flush thread takes it next, off this request's path
+            else:
+                self.inline_flushes += 1
+                self.flush()
 
     def _commit(self, jobs: list["_Job"]) -> None:
         """One log record (one fsync) for every queued job, then stage it. Holds _llock."""
@@ -523,6 +528,14 @@ class DuckDBStore(Store):
 
     def backlog(self) -> dict:
         return {"rows": self._staged_rows, "error": self.flush_error}
+
+    def request_flush(self) -> None:
+        self._flush_due.set()
+
+    def wait_flush(self, timeout: float) -> None:
+        self._flush_thread = True
+        self._flush_due.wait(timeout)
+        self._flush_due.clear()
 
     def flush(self) -> int:
         """Move the stage into ``f_s_hot`` in one transaction; returns the rows moved.
@@ -1475,6 +1488,7 @@ class DuckDBStore(Store):
             return self._cur.execute("DELETE FROM runs WHERE id = ?", [run_id]).fetchone()[0] > 0
 
     def interrupt(self) -> None:
+        self.request_flush()  # the flush thread flushes once more now, not in a second
         sorting = self._resorting
         if sorting is not None:  # minutes of work left, perhaps: it rolls back and is redone later
             try:
