@@ -40,6 +40,25 @@ def test_columns_convert_to_the_same_rows_as_rows(tmp_path, top_files):
         s.close()
 
 
+def test_folding_keeps_elements_apart_whatever_characters_their_labels_hold(tmp_path):
+    """Labels come from agents: ("a\\0b", "c") and ("a", "b\\0c") are two clients/ops, folded or not."""
+    s = DuckDBStore(tmp_path / "l.duckdb", top_files=1)
+    fr = Frame(v=2, source="a", seq=1, ts=NOW, family="nfs", host="h", columns={
+        "n": 4, "dims": {"client": ["a\x00b", "a", "a", "x"], "op": ["c", "b\x00c", "b\x00c", "read"],
+                         "file": ["/f1", "/f2", "/f3", "/big"]},
+        "count": [1, 2, 4, 100],
+        "hist": {"latency": {"row": [0, 1, 2], "bucket": [14, 14, 20], "n": [1, 2, 4]}}})
+    t, folded = s._columns_to_arrow(NFS, fr)
+    want, folded1 = s._to_arrow(NFS, [Frame(source="a", seq=1, ts=NOW, family="nfs", host="h", rows=[
+        {"dims": {"client": c, "op": o, "file": f}, "count": n, "hist": {"latency": h}}
+        for c, o, f, n, h in [("a\x00b", "c", "/f1", 1, {"14": 1}), ("a", "b\x00c", "/f2", 2, {"14": 2}),
+                              ("a", "b\x00c", "/f3", 4, {"20": 4}), ("x", "read", "/big", 100, {})]])])
+    assert canonical(t) == canonical(want) and folded == folded1 == 3
+    other = {(r["client"], r["op"]): r["count"] for r in t.to_pylist() if r["file"] == FILE_OTHER}
+    assert other == {("a\x00b", "c"): 1, ("a", "b\x00c"): 6}
+    s.close()
+
+
 def test_duplicate_buckets_sum_and_missing_columns_are_zero(tmp_path):
     s = DuckDBStore(tmp_path / "d.duckdb")
     fr = Frame(v=2, source="a", seq=1, ts=NOW, family="nfs", host="h", columns={

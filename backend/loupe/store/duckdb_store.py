@@ -102,6 +102,23 @@ def _ordinals(fam: Family) -> dict[str, dict[int, int]]:
     return out
 
 
+def _hist_lists(r: np.ndarray, o: np.ndarray, v: np.ndarray, n: int) -> tuple[pa.Array, pa.Array]:
+    """Sparse histogram entries (row, bucket ordinal, events) -> ``hk``/``hv`` lists for rows 0..n-1:
+    zeros dropped, each row's buckets in order, the same (row, bucket) twice summed into one."""
+    nz = v != 0
+    r, o, v = r[nz], o[nz], v[nz]
+    order = np.lexsort((o, r))
+    r, o, v = r[order], o[order], v[order]
+    if len(r) > 1:
+        first = np.ones(len(r), dtype=bool)
+        first[1:] = (r[1:] != r[:-1]) | (o[1:] != o[:-1])
+        at = np.flatnonzero(first)
+        v = np.add.reduceat(v, at)
+        r, o = r[at], o[at]
+    off = pa.array(np.searchsorted(r, np.arange(n + 1)).astype(np.int32))
+    return pa.ListArray.from_arrays(off, pa.array(o.astype(np.uint16))), pa.ListArray.from_arrays(off, pa.array(v))
+
+
 def _per_element_sql(names: list[str], src: str) -> str:
     """(ts, dim, host, key, count, bytes, lat_sum) of `src`: one grouping-sets scan yields the
     per-element sums of every dimension in `names`, plus the per-host sums (dim ``host``)."""
@@ -657,19 +674,7 @@ class DuckDBStore(Store):
         r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         o = np.concatenate(ords) if ords else np.zeros(0, np.int64)
         v = np.concatenate(counts) if counts else np.zeros(0, np.int64)
-        nz = v != 0
-        r, o, v = r[nz], o[nz], v[nz]
-        order = np.lexsort((o, r))
-        r, o, v = r[order], o[order], v[order]
-        if len(r) > 1:  # the same (row, bucket) twice: one entry, summed
-            first = np.ones(len(r), dtype=bool)
-            first[1:] = (r[1:] != r[:-1]) | (o[1:] != o[:-1])
-            at = np.flatnonzero(first)
-            v = np.add.reduceat(v, at)
-            r, o = r[at], o[at]
-        off = pa.array(np.searchsorted(r, np.arange(n + 1)).astype(np.int32))
-        cols["hk"] = pa.ListArray.from_arrays(off, pa.array(o.astype(np.uint16)))
-        cols["hv"] = pa.ListArray.from_arrays(off, pa.array(v))
+        cols["hk"], cols["hv"] = _hist_lists(r, o, v, n)
         table = pa.table(cols)
         fd = fam.fold_dim
         if not fd or n <= self.top_files:
@@ -678,9 +683,8 @@ class DuckDBStore(Store):
         per_file = pa.table({"f": cols[fd], "w": weight}).group_by("f").aggregate([("w", "sum")])
         if per_file.num_rows <= self.top_files:
             return table, 0
-        names, w = per_file.column("f").to_pylist(), per_file.column("w_sum").to_numpy()
-        top = sorted(range(len(names)), key=lambda i: (-w[i], names[i]))[: self.top_files]
-        keep = pc.is_in(cols[fd], value_set=pa.array([names[i] for i in top], pa.string()))
+        top = pc.sort_indices(per_file, sort_keys=[("w_sum", "descending"), ("f", "ascending")])[: self.top_files]
+        keep = pc.is_in(cols[fd], value_set=per_file.column("f").take(top))
         return pa.concat_tables([table.filter(keep), self._fold(fam, table.filter(pc.invert(keep)))]), \
             n - pc.sum(keep).as_py()
 
@@ -690,29 +694,26 @@ class DuckDBStore(Store):
         with file FILE_OTHER: measures and histogram buckets summed."""
         fd = fam.fold_dim
         keys = [d for d in fam.dims if d != fd]
-        t = t.set_column(t.schema.get_field_index(fd), fd, pa.array([FILE_OTHER] * t.num_rows, pa.string()))
-        keys.append(fd)
-        sums = t.group_by(keys).aggregate([(m, "sum") for m in MEASURES])
-        parent = pc.list_parent_indices(t.column("hk"))
-        flat = t.select(keys).take(parent)
-        flat = flat.append_column("hk", pc.list_flatten(t.column("hk"))).append_column("hv", pc.list_flatten(t.column("hv")))
-        per_bucket = flat.group_by(keys + ["hk"]).aggregate([("hv", "sum")]).sort_by([("hk", "ascending")])
-        hist: dict[tuple, tuple[list, list]] = {}  # one entry per folded group: a handful, not a row each
-        pb = per_bucket.to_pydict()
-        for i, key in enumerate(zip(*(pb[k] for k in keys))):
-            acc = hist.setdefault(key, ([], []))
-            acc[0].append(pb["hk"][i])
-            acc[1].append(pb["hv_sum"][i])
-        sd = sums.to_pydict()
-        n = sums.num_rows
-        found = [hist.get(key, ([], [])) for key in zip(*(sd[k] for k in keys))]
-        cols = {"ts": pa.array(np.full(n, t.column("ts")[0].as_py(), dtype=np.int64))}
+        # One group id per row from the codes of its other dimensions (any label may hold any
+        # character, so no joining them with a separator), renumbered after each dimension.
+        gid = np.zeros(t.num_rows, dtype=np.int64)
+        for k in keys:
+            enc = pc.dictionary_encode(t.column(k)).combine_chunks()
+            gid = np.unique(gid * len(enc.dictionary) + enc.indices.to_numpy(), return_inverse=True)[1].ravel()
+        g = int(gid.max()) + 1 if len(gid) else 0
+        first = np.full(g, len(gid), dtype=np.int64)
+        np.minimum.at(first, gid, np.arange(len(gid)))
+        cols = {"ts": pa.array(np.full(g, t.column("ts")[0].as_py(), dtype=np.int64))}
         for d in fam.dims:
-            cols[d] = sums.column(d)
+            cols[d] = pa.array([FILE_OTHER] * g, pa.string()) if d == fd else t.column(d).take(first)
         for m in MEASURES:
-            cols[m] = sums.column(f"{m}_sum").cast(pa.int64())
-        cols["hk"] = pa.array([k for k, _ in found], pa.list_(pa.uint16()))
-        cols["hv"] = pa.array([v for _, v in found], pa.list_(pa.int64()))
+            acc = np.zeros(g, dtype=np.int64)
+            np.add.at(acc, gid, t.column(m).to_numpy())
+            cols[m] = pa.array(acc)
+        hk, hv = t.column("hk").combine_chunks(), t.column("hv").combine_chunks()
+        parent = pc.list_parent_indices(hk).to_numpy()
+        cols["hk"], cols["hv"] = _hist_lists(gid[parent], pc.list_flatten(hk).to_numpy().astype(np.int64),
+                                             pc.list_flatten(hv).to_numpy(), g)
         return pa.table(cols)
 
     def _to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
