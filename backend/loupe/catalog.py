@@ -128,6 +128,10 @@ METRICS: dict[str, Metric] = {
                "disk operations per second", "Block I/O requests completed.", ("latency", "size", "offset")),
         Metric("disk.bytes", "disk", "bytes", "bytes/s", 1.0, ("host", "disk", "op"),
                "disk bytes per second", "Bytes transferred by block I/O."),
+        # The same law for block I/O: iostat's average queue size (aqu-sz).
+        Metric("disk.inflight", "disk", "lat_sum", "I/Os in flight", 1e-9, ("host", "disk", "op"),
+               "disk I/Os in flight", "Block I/O requests the disk was serving at once, on average: "
+               "I/Os per second times their mean latency."),
         # cpu rows carry CPU time in microseconds in `count`: 1e6 us in a second is 100 %.
         Metric("cpu.util", "cpu", "count", "percent", 1e-4, ("host", "cpu", "mode", "application"),
                "CPU percent utilization", "CPU time as percent of one CPU; a 4-CPU host can reach 400 %.",

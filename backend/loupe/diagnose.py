@@ -35,6 +35,14 @@ class OpFacts:
 
 
 @dataclass
+class DiskFacts:
+    disk: str
+    ops_per_s: float
+    inflight: float
+    mean_latency_s: float | None
+
+
+@dataclass
 class Facts:
     client: str
     seconds: int
@@ -46,6 +54,9 @@ class Facts:
     retransmits_per_s: float | None  # None: no TCP probe data for this window
     by_op: list[OpFacts]
     size_mix: list[tuple[int, float]] = field(default_factory=list)  # (log2 bucket, share of ops)
+    traffic_share: float | None = None  # its NFS bytes, of every client's on the host(s)
+    wire_bytes_per_s: float | None = None  # its bytes on the wire both ways (None: no socket probe)
+    disks: list[DiskFacts] = field(default_factory=list)  # the server's disks, most loaded first
 
 
 @dataclass
@@ -91,6 +102,12 @@ def gather(store, client: str, whole: Window, series: Window, host: str | None =
     rt = store.aggregate(_stat("tcp.retransmits", None, me), whole, 1)
     if rt.last_index >= 0 or any(rt.total):
         retrans = sum(rt.total) / max(1, len(rt.total))
+    all_bytes = sum(_means(store, "nfs.bytes", None, base, whole).values())
+    wire = store.aggregate(_stat("net.bytes", None, me), whole, 1)
+    d_ops = _means(store, "disk.ops", "disk", base, whole)
+    d_infl = _means(store, "disk.inflight", "disk", base, whole)
+    disks = sorted((DiskFacts(d, n, d_infl.get(d, 0.0), d_infl.get(d, 0.0) / n if n else None)
+                    for d, n in d_ops.items() if n > 0), key=lambda x: -x.inflight)
     hm = store.heatmap(_stat("nfs.ops", None, dict(me, op=list(IO_OPS))), "size", whole)
     per_bucket: dict[int, float] = {}
     for _, b, rate in hm.cells:
@@ -99,7 +116,9 @@ def gather(store, client: str, whole: Window, series: Window, host: str | None =
     return Facts(client=client, seconds=whole.seconds, ops_per_s=sum(ops.values()), bytes_per_s=sum(byts.values()),
                  inflight=sum(infl.values()), busy_fraction=busy,
                  mean_io_bytes=io_bytes / io_ops if io_ops else None, retransmits_per_s=retrans, by_op=by_op,
-                 size_mix=[(e, r / mix_total) for e, r in sorted(per_bucket.items())] if mix_total else [])
+                 size_mix=[(e, r / mix_total) for e, r in sorted(per_bucket.items())] if mix_total else [],
+                 traffic_share=sum(byts.values()) / all_bytes if all_bytes > 0 else None,
+                 wire_bytes_per_s=sum(wire.total) / len(wire.total) if any(wire.total) else None, disks=disks)
 
 
 def _ms(s: float) -> str:
@@ -124,11 +143,16 @@ def verdict(f: Facts) -> tuple[str, list[Reason]]:
     # as slow as its transfer, while the same ops of the other clients are quick.
     if (top and top.mean_latency_s is not None and top.others_latency_s
             and top.mean_latency_s > NETWORK_RATIO * top.others_latency_s and top.mean_latency_s > 2e-3):
-        return "network-bound", [Reason(
+        reasons = [Reason(
             f"its {top.op}s take {_ms(top.mean_latency_s)} on average, {top.mean_latency_s / top.others_latency_s:.0f}× "
             f"what the other clients' {top.op}s take on this server ({_ms(top.others_latency_s)}), with "
             f"{top.inflight:.2g} in flight: the time is spent between it and the server (its link or a shaped rate)",
             "nfs.inflight", "client", {"op": [top.op]})]
+        if f.wire_bytes_per_s is not None:
+            reasons.append(Reason(f"its link carries {_size(f.wire_bytes_per_s)}/s of its traffic both ways"
+                                  + (f", {100 * f.traffic_share:.2g} % of the server's NFS bytes"
+                                     if f.traffic_share is not None else ""), "net.bytes", "direction", me))
+        return "network-bound", reasons
     if f.inflight < ONE_IN_FLIGHT:
         reasons = [Reason(f"about {f.inflight:.2g} operations in flight on average: it waits for each reply "
                           "before it sends the next, so its own pace sets the rate", "nfs.inflight", "op", me)]
@@ -143,11 +167,18 @@ def verdict(f: Facts) -> tuple[str, list[Reason]]:
                                   "nfs.ops", "latency", dict(me, op=[top.op])))
         return "client-bound", reasons
     if top and top.mean_latency_s is not None and top.mean_latency_s > SLOW_SERVER_S:
-        return "server-latency-bound", [Reason(
+        reasons = [Reason(
             f"the server takes {_ms(top.mean_latency_s)} per {top.op} on average while the client keeps "
             f"{f.inflight:.2g} operations in flight" + (f"; the other clients' {top.op}s take {_ms(top.others_latency_s)}"
                                                         if top.others_latency_s else ""),
             "nfs.ops", "latency", dict(me, op=[top.op]))]
+        disk = f.disks[0] if f.disks else None
+        if disk and disk.mean_latency_s is not None:
+            reasons.append(Reason(
+                f"its busiest disk, {disk.disk}, has {disk.inflight:.2g} I/Os in flight at "
+                f"{_ms(disk.mean_latency_s)} each ({disk.ops_per_s:.3g} I/Os per second)",
+                "disk.ops", "latency", {"disk": [disk.disk]}))
+        return "server-latency-bound", reasons
     lat = f" at {_ms(top.mean_latency_s)} per {top.op}" if top and top.mean_latency_s is not None else ""
     return "healthy", [Reason(f"{f.inflight:.2g} operations in flight{lat}: the client keeps the server busy and "
                               "the server answers promptly", "nfs.inflight", "op", me)]

@@ -361,6 +361,13 @@ class DiagnosisOp(BaseModel):
     others_latency_s: float | None = Field(description="the same op of the other clients, for comparison")
 
 
+class DiagnosisDisk(BaseModel):
+    disk: str
+    ops_per_s: float
+    inflight: float = Field(description="mean I/Os in flight (Little's law; iostat's aqu-sz)")
+    mean_latency_s: float | None
+
+
 class ClientDiagnosis(BaseModel):
     client: str
     host: str | None
@@ -377,3 +384,6 @@ class ClientDiagnosis(BaseModel):
     retransmits_per_s: float | None = Field(description="null when no TCP probe reported in the window")
     by_op: list[DiagnosisOp]
     size_mix: list[list[float]] = Field(description="[log2 size bucket, share of reads and writes]")
+    traffic_share: float | None = Field(description="its NFS bytes, as a share of every client's on the server")
+    wire_bytes_per_s: float | None = Field(description="its bytes on the wire, both ways; null with no socket probe")
+    disks: list[DiagnosisDisk] = Field(description="the server's disks over the window, most I/Os in flight first")

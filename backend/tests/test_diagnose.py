@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from loupe.api.main import create_app
 from loupe.config import Settings
-from loupe.diagnose import Facts, OpFacts, verdict
+from loupe.diagnose import DiskFacts, Facts, OpFacts, verdict
 from loupe.frame import Frame
 
 
@@ -38,6 +38,23 @@ def test_verdicts(name, f, kind, says):
     assert all(r.metric and r.where is not None for r in reasons)
 
 
+def test_server_latency_bound_names_the_busiest_disk():
+    f = facts(8.0, ops=160.0, others=0.045)
+    f.disks = [DiskFacts("sdb", 300.0, 9.0, 0.03), DiskFacts("sda", 20.0, 0.1, 0.005)]
+    kind, reasons = verdict(f)
+    assert kind == "server-latency-bound"
+    assert "busiest disk, sdb, has 9 I/Os in flight at 30 ms each (300 I/Os per second)" in reasons[1].text
+    assert (reasons[1].metric, reasons[1].by, reasons[1].where) == ("disk.ops", "latency", {"disk": ["sdb"]})
+
+
+def test_network_bound_gives_the_clients_traffic_on_the_wire():
+    f = facts(4.0, ops=40.0, others=0.0025)
+    f.wire_bytes_per_s, f.traffic_share = 655360.0, 0.04
+    kind, reasons = verdict(f)
+    assert kind == "network-bound" and "its link carries 640 KiB/s" in reasons[1].text
+    assert "4 % of the server's NFS bytes" in reasons[1].text and reasons[1].metric == "net.bytes"
+
+
 def test_client_bound_names_small_ios_and_idle_time():
     kind, reasons = verdict(facts(1.0, io=4096.0, busy=0.5))
     texts = " | ".join(r.text for r in reasons)
@@ -56,6 +73,13 @@ def test_the_api_gives_each_client_its_verdict_from_stored_seconds(tmp_path):
                      bytes=n * 65536, lat_sum=round(n * lat * 1e9), hist={"size": {"16": n}})
                 for c, (n, lat) in clients.items()]
         frames.append(Frame(source="nfs@nas1", seq=i, ts=now - 70 + i, family="nfs", host="nas1", rows=rows))
+        # sdb: 200 I/Os a second at 25 ms (5 in flight); sda: 50 at 2 ms
+        frames.append(Frame(source="disk@nas1", seq=i, ts=now - 70 + i, family="disk", host="nas1", rows=[
+            dict(dims=dict(disk=d, op="write"), count=n, bytes=n * 4096, lat_sum=round(n * lat * 1e9))
+            for d, n, lat in (("sda", 50, 0.002), ("sdb", 200, 0.025))]))
+        frames.append(Frame(source="net@nas1", seq=i, ts=now - 70 + i, family="net", host="nas1", rows=[
+            dict(dims=dict(client="10.0.0.2", port="2049", direction=d), count=1, bytes=b)
+            for d, b in (("in", 6_000_000), ("out", 600_000))]))
     with TestClient(app) as client:
         r = client.post("/api/v1/ingest", json={"frames": [f.model_dump() for f in frames]},
                         headers={"Authorization": "Bearer t"})
@@ -74,6 +98,10 @@ def test_the_api_gives_each_client_its_verdict_from_stored_seconds(tmp_path):
         assert w["others_latency_s"] == pytest.approx((1.0 + 2.0) / 1100)  # A's and C's writes together
         assert b["size_mix"] == [[16, 1.0]] and b["busy_fraction"] == 1.0 and b["retransmits_per_s"] is None
         assert b["reasons"][0]["statistic"] == {"metric": "nfs.inflight", "by": "client", "where": {"op": ["write"]}}
+        assert b["traffic_share"] == pytest.approx(100 / 1200) and b["wire_bytes_per_s"] == pytest.approx(6_600_000)
+        assert got["10.0.0.1"]["wire_bytes_per_s"] is None  # no socket rows for it
+        assert [(d["disk"], round(d["inflight"], 6), round(d["mean_latency_s"], 6)) for d in b["disks"]] == [
+            ("sdb", 5.0, 0.025), ("sda", 0.1, 0.002)]
         r = client.get("/api/v1/clients/10.0.0.9/diagnosis", params={"start": str(now - 70), "end": str(now - 10)})
         assert r.json()["verdict"] == "idle"
         q = client.get("/api/v1/query", params={"metric": "nfs.inflight", "by": "client", "start": str(now - 70),

@@ -37,6 +37,13 @@ describe('Loupe client diagnosis in Chromium', { skip: skip ?? false }, () => {
     assert.equal(api.verdict, kind)
     assert.ok((await t.page.getByTestId('client-reason').count()) >= 1)
     assert.ok((await t.page.getByTestId('client-op').count()) >= 1)
+    // its share of the NFS traffic, and the server's disks (live data: the page asked a moment apart)
+    assert.ok(api.traffic_share > 0 && api.traffic_share < 1, String(api.traffic_share))
+    const share = parseFloat(await t.page.getByTestId('client-share').textContent())
+    assert.ok(Math.abs(share - 100 * api.traffic_share) < 0.5 * 100 * api.traffic_share, `${share} vs ${api.traffic_share}`)
+    assert.ok(api.disks.length >= 1)
+    const disks = await t.page.getByTestId('client-disk').evaluateAll((rows) => rows.map((r) => r.dataset.disk))
+    assert.deepEqual(disks.sort(), api.disks.map((d) => d.disk).sort())
     // the server's latency distribution for this client's operations
     const hm = t.page.getByTestId('client-latency-chart')
     await until('the client latency heat map', async () => ((await hm.getAttribute('aria-label')) ?? '') === `Server latency of ${client}'s operations`)

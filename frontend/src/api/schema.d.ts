@@ -508,6 +508,11 @@ export interface components {
             bytes_per_s: number;
             /** Client */
             client: string;
+            /**
+             * Disks
+             * @description the server's disks over the window, most I/Os in flight first
+             */
+            disks: components["schemas"]["DiagnosisDisk"][];
             /** End */
             end: number;
             /** Host */
@@ -535,10 +540,20 @@ export interface components {
             /** Tier */
             tier: string;
             /**
+             * Traffic Share
+             * @description its NFS bytes, as a share of every client's on the server
+             */
+            traffic_share: number | null;
+            /**
              * Verdict
              * @description idle, network-bound, client-bound, server-latency-bound or healthy
              */
             verdict: string;
+            /**
+             * Wire Bytes Per S
+             * @description its bytes on the wire, both ways; null with no socket probe
+             */
+            wire_bytes_per_s: number | null;
         };
         /** ClientResultModel */
         ClientResultModel: {
@@ -597,6 +612,20 @@ export interface components {
              * @description Number of rows
              */
             n: number;
+        };
+        /** DiagnosisDisk */
+        DiagnosisDisk: {
+            /** Disk */
+            disk: string;
+            /**
+             * Inflight
+             * @description mean I/Os in flight (Little's law; iostat's aqu-sz)
+             */
+            inflight: number;
+            /** Mean Latency S */
+            mean_latency_s: number | null;
+            /** Ops Per S */
+            ops_per_s: number;
         };
         /** DiagnosisOp */
         DiagnosisOp: {

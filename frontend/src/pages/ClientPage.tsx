@@ -84,6 +84,18 @@ export function ClientPage() {
                 label: 'TCP retransmits',
                 value: data.retransmits_per_s === null || data.retransmits_per_s === undefined ? 'no data' : formatRate(data.retransmits_per_s, 'retransmits/s'),
               },
+              {
+                label: 'on the wire',
+                testId: 'client-wire',
+                title: 'its bytes both ways, from the socket probe',
+                value: data.wire_bytes_per_s === null || data.wire_bytes_per_s === undefined ? 'no data' : formatRate(data.wire_bytes_per_s, 'bytes/s'),
+              },
+              {
+                label: 'share of NFS traffic',
+                testId: 'client-share',
+                title: "its NFS bytes, of every client's on the server",
+                value: data.traffic_share === null || data.traffic_share === undefined ? '–' : `${(100 * data.traffic_share).toPrecision(2)} %`,
+              },
             ]}
           />
           <section className="panel">
@@ -118,6 +130,28 @@ export function ClientPage() {
               testId="client-latency"
               className="client-latency"
             />
+            {data.disks.length > 0 && (
+              <table className="table" data-testid="client-disks">
+                <thead>
+                  <tr>
+                    <th>Server disk</th>
+                    <th className="num">I/Os per second</th>
+                    <th className="num" title="mean I/Os in flight (Little's law)">in flight</th>
+                    <th className="num">mean latency</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.disks.map((d) => (
+                    <tr key={d.disk} data-testid="client-disk" data-disk={d.disk}>
+                      <td>{d.disk}</td>
+                      <td className="num">{formatRate(d.ops_per_s, 'ops/s')}</td>
+                      <td className="num">{d.inflight.toPrecision(3)}</td>
+                      <td className="num">{latencyText(d.mean_latency_s)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
             {data.size_mix.length > 0 && (
               <div className="size-mix" data-testid="client-size-mix">
                 <span className="muted small">reads and writes by size: </span>

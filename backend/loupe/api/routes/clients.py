@@ -3,7 +3,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...diagnose import gather, verdict
-from ...models import ClientDiagnosis, DiagnosisOp, DiagnosisReason, EvidenceStatistic
+from ...models import ClientDiagnosis, DiagnosisDisk, DiagnosisOp, DiagnosisReason, EvidenceStatistic
 from ...query import QueryError, window_for
 from ..deps import LoupeDep, StoreDep
 
@@ -30,4 +30,6 @@ def diagnosis(
                  for r in reasons],
         ops_per_s=f.ops_per_s, bytes_per_s=f.bytes_per_s, inflight=f.inflight, busy_fraction=f.busy_fraction,
         mean_io_bytes=f.mean_io_bytes, retransmits_per_s=f.retransmits_per_s,
-        by_op=[DiagnosisOp(**vars(o)) for o in f.by_op], size_mix=[[e, s] for e, s in f.size_mix])
+        by_op=[DiagnosisOp(**vars(o)) for o in f.by_op], size_mix=[[e, s] for e, s in f.size_mix],
+        traffic_share=f.traffic_share, wire_bytes_per_s=f.wire_bytes_per_s,
+        disks=[DiagnosisDisk(**vars(d)) for d in f.disks])
