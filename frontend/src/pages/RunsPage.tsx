@@ -5,6 +5,7 @@ import { useMemo, useState } from 'react'
 import type { RunPublic, RunReport } from '../api/client'
 import { useDeleteRun, useImportResults, useRunHeatmap, useRunReport, useRuns, useStartRun, useStopRun } from '../api/hooks'
 import { SimpleHeatmap } from '../charts/heatmap/Simple'
+import { onSharedScales } from '../charts/heatmap/transform'
 import { Figures } from '../components/Figures'
 import { formatBytes, formatDateTime, formatRate } from '../lib/format'
 import {
@@ -421,16 +422,32 @@ function Compare({ runs, view, pair }: { runs: RunPublic[]; view: RunsView; pair
           </tbody>
         </table>
       </div>
-      <div className="compare-heatmaps">
-        <RunHeatmap run={a} client={view.client ?? null} side="A" />
-        <RunHeatmap run={b} client={view.client ?? null} side="B" />
-      </div>
+      <RunHeatmaps runs={[a, b]} client={view.client ?? null} />
     </section>
   )
 }
 
-function RunHeatmap({ run, client, side }: { run: RunPublic; client: string | null; side: string }) {
-  const q = useRunHeatmap(run, client)
-  const title = `NFS latency, ${client ?? 'all clients'}, run ${side} (${run.name})`
-  return <SimpleHeatmap result={q.data} error={q.error} title={title} testId={`compare-heatmap-${side}`} className="compare-heatmap" />
+/** The two runs' latency heat maps, on one bucket axis and one colour scale once both are in. */
+function RunHeatmaps({ runs, client }: { runs: [RunPublic, RunPublic]; client: string | null }) {
+  const qa = useRunHeatmap(runs[0], client)
+  const qb = useRunHeatmap(runs[1], client)
+  const shared = useMemo(() => (qa.data && qb.data ? onSharedScales([qa.data, qb.data]) : null), [qa.data, qb.data])
+  return (
+    <div className="compare-heatmaps">
+      {([qa, qb] as const).map((q, i) => {
+        const side = i ? 'B' : 'A'
+        return (
+          <SimpleHeatmap
+            key={side}
+            result={shared ? shared.results[i] : q.data}
+            colors={shared?.colors}
+            error={q.error}
+            title={`NFS latency, ${client ?? 'all clients'}, run ${side} (${runs[i]!.name})`}
+            testId={`compare-heatmap-${side}`}
+            className="compare-heatmap"
+          />
+        )
+      })}
+    </div>
+  )
 }

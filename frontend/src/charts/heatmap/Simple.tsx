@@ -10,10 +10,15 @@ interface Props {
   title: string
   testId: string
   className?: string
+  /** The colour scale of heat maps shown beside this one (see onSharedScales). */
+  colors?: { min: number; max: number }
 }
 
-export function SimpleHeatmap({ result, error, title, testId, className }: Props) {
-  const option = useMemo(() => (result ? toHeatmapOption(result, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null }) : null), [result])
+export function SimpleHeatmap({ result, error, title, testId, className, colors }: Props) {
+  const option = useMemo(
+    () => (result ? toHeatmapOption(result, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, colors }) : null),
+    [result, colors],
+  )
   return (
     <div className={className} data-testid={testId}>
       <div className="side-title">{title}</div>

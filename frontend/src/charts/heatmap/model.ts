@@ -23,6 +23,8 @@ export interface HeatmapOptions {
   selection: Band | null
   /** Spans of time to mark (benchmark runs), in unix seconds. */
   annotations?: Annotation[]
+  /** log10 bounds of the colour scale, when heat maps side by side must share it. */
+  colors?: { min: number; max: number }
 }
 
 /** Dark means more: light yellow for a trickle to deep red for the busiest cells. */

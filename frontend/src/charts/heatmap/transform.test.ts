@@ -10,6 +10,7 @@ import {
   bucketRates,
   cellData,
   colorRange,
+  onSharedScales,
   toHeatmapOption,
 } from './transform'
 
@@ -97,6 +98,36 @@ describe('toHeatmapOption', () => {
     const opt = toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 11, hi: 20 } })
     const series = (opt.series as { markArea?: { data: unknown } }[])[0]!
     expect(series.markArea?.data).toEqual([[{ yAxis: 0.5 }, { yAxis: 2.5 }]])
+  })
+})
+
+describe('onSharedScales', () => {
+  it('puts heat maps side by side on the union of their buckets and one colour scale', () => {
+    const a = heatmap()
+    const b = heatmap({
+      buckets: [bucket(11, 2048, 4096, '2.05 µs – 4.1 µs'), bucket(24, 16777216, 33554432, '16.8 ms – 33.6 ms')],
+      cells: [
+        [0, 1, 50000],
+        [1, 0, 3],
+      ],
+    })
+    const { results, colors } = onSharedScales([a, b])
+    expect(results.map((r) => r.buckets.map((x) => x.index))).toEqual([
+      [10, 11, 20, 24],
+      [10, 11, 20, 24],
+    ])
+    // every cell keeps its bucket: a's 1.05 ms cell on row 2, b's 16.8 ms cell on row 3
+    const bucketsOf = (r: HeatmapResult) => r.cells.map(([t, row, v]) => [t, r.buckets[row!]!.index, v])
+    expect(bucketsOf(results[0]!)).toEqual(bucketsOf(a))
+    expect(bucketsOf(results[1]!)).toEqual([
+      [0, 24, 50000],
+      [1, 11, 3],
+    ])
+    expect(colors).toEqual({ min: 0, max: Math.log10(50000) })
+    expect(toHeatmapOption(results[0]!, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, colors }).visualMap).toMatchObject({
+      min: 0,
+      max: Math.log10(50000),
+    })
   })
 })
 

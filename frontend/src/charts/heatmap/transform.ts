@@ -33,6 +33,24 @@ export function colorRange(data: [number, number, number, number][]): { min: num
   return { min, max }
 }
 
+/**
+ * Heat maps to be read side by side, on one bucket axis and one colour scale: the buckets
+ * any of them has, in order, so one row is one latency in all of them; cells moved to
+ * their bucket's row.
+ */
+export function onSharedScales(results: HeatmapResult[]): { results: HeatmapResult[]; colors: { min: number; max: number } } {
+  const known = new Map<number, Bucket>()
+  for (const r of results) for (const b of r.buckets) known.set(b.index, b)
+  const buckets = [...known.values()].sort((a, b) => a.index - b.index)
+  const row = new Map(buckets.map((b, i) => [b.index, i]))
+  const aligned = results.map((r) => ({
+    ...r,
+    buckets,
+    cells: r.cells.map(([t, b, v]) => [t!, row.get(r.buckets[b!]!.index)!, v!]),
+  }))
+  return { results: aligned, colors: colorRange(aligned.flatMap((r) => cellData(r.cells))) }
+}
+
 /** Position of a bucket exponent in the result's bucket list, or -1. */
 export function bucketPosition(r: Pick<HeatmapResult, 'buckets'>, exponent: number): number {
   return r.buckets.findIndex((b) => b.index === exponent)
@@ -51,7 +69,7 @@ function categoryAxis(data: string[]) {
 
 export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOption {
   const data = cellData(r.cells)
-  const { min, max } = colorRange(data)
+  const { min, max } = opts.colors ?? colorRange(data)
   const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
   const sel = opts.selection
   const selLo = sel ? bucketPosition(r, sel.lo) : -1
