@@ -145,8 +145,9 @@ class DuckDBStore(Store):
         stage_max_rows: int = 5_000_000,
     ) -> None:
         """`stage_flush_rows`: an ingest that leaves more rows waiting wakes the flush thread (see
-        wait_flush), or with none writes them itself (bulk loads); `stage_max_rows`: beyond this the store is not keeping up, and ingest is refused
-        (503, retried by agents) instead of growing memory without bound."""
+        wait_flush), or with none writes them itself (bulk loads); `stage_max_rows`: beyond this
+        the store is not keeping up, and ingest is refused (503, retried by agents) instead of
+        growing memory without bound."""
         self.path = str(path)
         self.retain = retain or {"second": 48 * 3600, "minute": 30 * 86400, "hour": 365 * 86400}
         self.top_files = top_files
@@ -206,7 +207,7 @@ class DuckDBStore(Store):
         self.flush_error: str | None = None
         self._empty_stage = {n: self._stage_schema(f).empty_table() for n, f in FAMILIES.items()}
         self._log = IngestLog(self.path + ".ingest")
-        if self._new:  # a log beside a new store is an earlier store's: its records are not ours
+        if self._new_store:  # a log beside a new store is an earlier store's: its records are not ours
             self._log.discard()
         self._flushed_lsn = self._db.execute("SELECT lsn FROM ingest_mark").fetchone()[0]
         replayed = self._log.replay(self._flushed_lsn)
@@ -259,8 +260,8 @@ class DuckDBStore(Store):
         db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         # The ingest log's records up to this LSN are in the tables (one row; see flush()).
         db.execute("CREATE TABLE IF NOT EXISTS ingest_mark (lsn BIGINT NOT NULL)")
-        self._new = db.execute("SELECT count(*) FROM ingest_mark").fetchone()[0] == 0
-        if self._new:
+        self._new_store = db.execute("SELECT count(*) FROM ingest_mark").fetchone()[0] == 0
+        if self._new_store:
             db.execute("INSERT INTO ingest_mark VALUES (0)")
         # Stores that kept f_k_s for settled seconds only: add the hot seconds' totals once.
         if db.execute("SELECT count(*) FROM meta WHERE key = 'hot_totals'").fetchone()[0] == 0:
