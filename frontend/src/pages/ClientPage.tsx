@@ -20,6 +20,9 @@ import { makeStatistic } from '../state/url'
 import { navigate, useLocation } from '../state/router'
 import { openWorksheet } from '../state/useWorksheet'
 
+/** Disks in the table, most I/Os in flight first: the busiest are the suspects. */
+const DISKS_SHOWN = 5
+
 export function openClient(view: ClientView) {
   navigate(`/clients${encodeClientView(view)}`)
 }
@@ -141,7 +144,7 @@ export function ClientPage() {
                   </tr>
                 </thead>
                 <tbody>
-                  {data.disks.map((d) => (
+                  {data.disks.slice(0, DISKS_SHOWN).map((d) => (
                     <tr key={d.disk} data-testid="client-disk" data-disk={d.disk}>
                       <td>{d.disk}</td>
                       <td className="num">{formatRate(d.ops_per_s, 'ops/s')}</td>
@@ -149,6 +152,13 @@ export function ClientPage() {
                       <td className="num">{latencyText(d.mean_latency_s)}</td>
                     </tr>
                   ))}
+                  {data.disks.length > DISKS_SHOWN && (
+                    <tr>
+                      <td colSpan={4} className="muted small" data-testid="client-disks-more">
+                        and {data.disks.length - DISKS_SHOWN} more disks with fewer I/Os in flight
+                      </td>
+                    </tr>
+                  )}
                 </tbody>
               </table>
             )}
