@@ -201,14 +201,20 @@ def main(argv: list[str]) -> int:
                 api_call(base, "POST", f"/runs/{run['id']}/stop", {"exit_code": 0})
                 time.sleep(2.5)  # the agent sends each second just after it closes
                 api_call(base, "POST", f"/runs/{run['id']}/results", {"format": "simple", "clients": [
-                    {k: r[k] for k in ("client", "read_bytes", "write_bytes", "read_ops", "write_ops")}
+                    {k: r[k] for k in ("client", "read_bytes", "write_bytes", "read_ops", "write_ops", "create_ops")}
                     | {"runtime": round(r["runtime"], 3)} for r in results]})
                 rep = api_call(base, "GET", f"/runs/{run['id']}/report?tolerance={a.tolerance}")
                 t = rep["total"]
                 pct = t["bytes_agreement_pct"]
-                _say(f"{w.title}: {t['reported_bytes'] / 2**20:,.1f} MiB reported, "
-                     f"{t['wire_bytes'] / 2**20:,.1f} MiB on the wire "
-                     f"({'n/a' if pct is None else f'{pct:.2f} %'}): {rep['verdict']}")
+                if t["reported_bytes"] or not any(c["reported"]["create_ops"] for c in rep["clients"]):
+                    _say(f"{w.title}: {t['reported_bytes'] / 2**20:,.1f} MiB reported, "
+                         f"{t['wire_bytes'] / 2**20:,.1f} MiB on the wire "
+                         f"({'n/a' if pct is None else f'{pct:.2f} %'}): {rep['verdict']}")
+                else:  # a create moves no bytes
+                    made = sum(int(c["reported"]["create_ops"]) for c in rep["clients"])
+                    seen = sum(int(c["wire"]["create_ops"]) for c in rep["clients"])
+                    _say(f"{w.title}: {made:,} creates reported, {seen:,} on the wire "
+                         f"({100 * seen / made:.2f} %): {rep['verdict']}")
                 for c in rep["clients"]:
                     for reason in c["reasons"]:
                         _say(f"  {c['client']}: {reason}")

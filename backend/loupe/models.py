@@ -244,6 +244,7 @@ class ClientResultModel(BaseModel):
     write_bytes: int = Field(0, ge=0)
     read_ops: int = Field(0, ge=0)
     write_ops: int = Field(0, ge=0)
+    create_ops: int = Field(0, ge=0, description="Files created (checked against the wire's CREATE calls)")
     runtime: float | None = Field(None, ge=0, description="Seconds the client measured, if it said")
 
 
@@ -282,6 +283,7 @@ class RunReportClient(BaseModel):
     wire: dict[str, float | None]
     bytes_agreement_pct: float | None = Field(description="wire bytes as % of reported bytes")
     ops_agreement_pct: float | None
+    creates_agreement_pct: float | None = Field(description="wire CREATE calls as % of the files it reported creating")
     reported_bytes_per_s: float
     wire_bytes_per_s: float
     reported_ops_per_s: float

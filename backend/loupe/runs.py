@@ -3,8 +3,10 @@ those results against what Loupe saw cross the wire in the same window.
 
 Client results come as fio's JSON (``--output-format=json``; one client's, or ``fio --client``'s
 ``client_stats`` with a host name per client), as a simple JSON list, or as CSV with the header
-``client,read_bytes,write_bytes,read_ops,write_ops[,runtime]``. Bytes are payload bytes (what
-NFS READ and WRITE carry); ops are reads and writes.
+``client,read_bytes,write_bytes,read_ops,write_ops[,create_ops,runtime]``. Bytes are payload bytes
+(what NFS READ and WRITE carry); ops are reads and writes; creates are files created, checked
+against the wire's CREATE calls (NFSv3 CREATE, NFSv4 CREATE; an NFSv4 file created by OPEN is
+an open to the wire, so NFSv4 creates cannot be checked).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from .catalog import METRICS
 from .store.base import Statistic
 from .timerange import choose_window
 
-CSV_FIELDS = ("client", "read_bytes", "write_bytes", "read_ops", "write_ops", "runtime")
+CSV_FIELDS = ("client", "read_bytes", "write_bytes", "read_ops", "write_ops", "create_ops", "runtime")
+COUNTS = CSV_FIELDS[1:6]
 
 
 class ResultsError(ValueError):
@@ -33,6 +36,7 @@ class _Both:
     write_bytes: int
     read_ops: int
     write_ops: int
+    create_ops: int
 
     @property
     def bytes(self) -> int:
@@ -50,6 +54,7 @@ class ClientResult(_Both):
     write_bytes: int = 0
     read_ops: int = 0
     write_ops: int = 0
+    create_ops: int = 0
     runtime: float | None = None  # seconds the client itself measured, if it said
 
 
@@ -120,7 +125,7 @@ def parse_fio(doc: dict, client: str | None = None) -> list[ClientResult]:
 
 def parse_simple(rows) -> list[ClientResult]:
     """[{"client": "10.0.0.7", "read_bytes": ..., "write_bytes": ..., "read_ops": ..., "write_ops": ...,
-    "runtime": seconds?}, ...]"""
+    "create_ops": ...?, "runtime": seconds?}, ...]"""
     if not isinstance(rows, list) or not rows:
         raise ResultsError("clients: expected a non-empty list of per-client results")
     out = []
@@ -136,7 +141,7 @@ def parse_simple(rows) -> list[ClientResult]:
             raise ResultsError(f"clients[{i}].client: expected the client's address")
         rt = row.get("runtime")
         out.append(ClientResult(
-            c.strip(), *(_count(row.get(k, 0), f"clients[{i}].{k}") for k in CSV_FIELDS[1:5]),
+            c.strip(), *(_count(row.get(k, 0), f"clients[{i}].{k}") for k in COUNTS),
             runtime=None if rt in (None, "") else _seconds(rt, f"clients[{i}].runtime")))
     return _unique(out)
 
@@ -153,7 +158,7 @@ def parse_csv(text: str) -> list[ClientResult]:
         row = {"client": r["client"]}
         for k in CSV_FIELDS[1:]:
             v = (r.get(k) or "").strip()
-            if v == "" and k == "runtime":
+            if v == "" and k in ("runtime", "create_ops"):
                 continue
             try:
                 row[k] = float(v) if k == "runtime" else int(v or 0)
@@ -181,8 +186,9 @@ class Wire(_Both):
     write_bytes: int = 0
     read_ops: int = 0
     write_ops: int = 0
-    first: int | None = None  # first and last second with a read or write, unix seconds
+    first: int | None = None  # first and last second with a read, write or create, unix seconds
     last: int | None = None
+    create_ops: int = 0
 
 
 @dataclass
@@ -192,6 +198,7 @@ class ClientRow:
     wire: dict
     bytes_agreement_pct: float | None
     ops_agreement_pct: float | None
+    creates_agreement_pct: float | None
     reported_bytes_per_s: float
     wire_bytes_per_s: float
     reported_ops_per_s: float
@@ -213,7 +220,8 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
     """Client-reported vs wire-observed, per client and in total, for the window [start, end).
 
     A client passes when its wire bytes are within `tolerance_pct` of what it reported (and its
-    ops too, with `check_ops`: NFS splits an I/O larger than rsize/wsize into several ops)."""
+    ops too, with `check_ops`: NFS splits an I/O larger than rsize/wsize into several ops), and
+    its creates, when it reported any (a create is one call whatever the client)."""
     secs = max(1, end - start)
     tol = tolerance_pct / 100.0
     lasts = [w.last for w in wire.values() if w.last is not None]
@@ -223,9 +231,10 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
     for r in sorted(results, key=lambda x: x.client):
         w = wire.get(r.client, Wire())
         reasons = []
-        bp, op = _pct(w.bytes, r.bytes), _pct(w.ops, r.ops)
+        bp, op, cp = _pct(w.bytes, r.bytes), _pct(w.ops, r.ops), _pct(w.create_ops, r.create_ops)
         ok = True
-        for name, p, wv, rv, on in (("bytes", bp, w.bytes, r.bytes, True), ("ops", op, w.ops, r.ops, check_ops)):
+        for name, p, wv, rv, on in (("bytes", bp, w.bytes, r.bytes, True), ("ops", op, w.ops, r.ops, check_ops),
+                                    ("creates", cp, w.create_ops, r.create_ops, r.create_ops > 0)):
             if not on:
                 continue
             if p is None:
@@ -236,8 +245,9 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
                 ok = False
                 reasons.append(f"wire {name} are {p:.1f} % of reported ({wv:,} of {rv:,}), "
                                f"outside ±{tolerance_pct:g} %")
-        if w.bytes == 0 and w.ops == 0 and r.bytes:
-            reasons.append("no NFS reads or writes from this address in the window")
+        if w.bytes == 0 and w.ops == 0 and w.create_ops == 0 and (r.bytes or r.create_ops):
+            reasons.append("no NFS reads, writes or creates from this address in the window" if r.create_ops
+                           else "no NFS reads or writes from this address in the window")
         cache = max(0, r.read_bytes - w.read_bytes)
         if cache and r.read_bytes and cache / r.read_bytes > tol:
             reasons.append(f"{cache:,} reported read bytes never reached the server "
@@ -249,7 +259,7 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
             client=r.client, reported=dict({k: v for k, v in asdict(r).items() if k != "client"}, bytes=r.bytes,
                                            ops=r.ops),
             wire=dict(asdict(w), bytes=w.bytes, ops=w.ops), bytes_agreement_pct=bp, ops_agreement_pct=op,
-            reported_bytes_per_s=r.bytes / secs, wire_bytes_per_s=w.bytes / secs,
+            creates_agreement_pct=cp, reported_bytes_per_s=r.bytes / secs, wire_bytes_per_s=w.bytes / secs,
             reported_ops_per_s=r.ops / secs, wire_ops_per_s=w.ops / secs, cache_read_bytes=cache,
             start_offset_s=None if w.first is None else w.first - start,
             end_offset_s=None if w.last is None else end - 1 - w.last,
@@ -323,16 +333,16 @@ def observe(store, start: int, end: int, *, retain: dict[str, int], host: str | 
         notes.append(f"the run is older than the seconds tier: counted over {whole.tier}s "
                      f"[{whole.start}, {whole.end}), wider than the run")
     wire: dict[str, Wire] = {}
-    for metric, attr in (("nfs.bytes", "bytes"), ("nfs.ops", "ops")):
-        for op in ("read", "write"):
+    for metric, attr, ops in (("nfs.bytes", "bytes", ("read", "write")), ("nfs.ops", "ops", ("read", "write", "create"))):
+        for op in ops:
             st = Statistic(METRICS[metric], "client", tuple(sorted(base + (("op", (op,)),))))
             agg = store.aggregate(st, whole, 100000)
             for key, mean in zip(agg.keys, agg.key_means):
                 setattr(wire.setdefault(key, Wire()), f"{op}_{attr}", round(mean * whole.seconds))
-    # first and last second with I/O, per client (per step when the run is long)
+    # first and last second with I/O (reads, writes, creates), per client (per step when the run is long)
     step = max(1, -(-(end - start) // 3600))
     series = choose_window(start, end, now=now, retain=retain, step=step)
-    st = Statistic(METRICS["nfs.ops"], "client", tuple(sorted(base + (("op", ("read", "write")),))))
+    st = Statistic(METRICS["nfs.ops"], "client", tuple(sorted(base + (("op", ("create", "read", "write")),))))
     agg = store.aggregate(st, series, 100000)
     for key, vals in zip(agg.keys, agg.values):
         busy = [i for i, v in enumerate(vals) if v > 0]

@@ -76,6 +76,10 @@ def test_csv_results_and_their_errors():
                      "10.0.0.2,0,4096,0,1,\n")
     assert [(r.client, r.bytes, r.ops, r.runtime) for r in rows] == [("10.0.0.1", 300, 3, 9.5),
                                                                    ("10.0.0.2", 4096, 1, None)]
+    rows = parse_csv("client,read_bytes,write_bytes,read_ops,write_ops,create_ops\n10.0.0.3,0,0,0,0,812\n")
+    assert [(r.client, r.bytes, r.ops, r.create_ops) for r in rows] == [("10.0.0.3", 0, 0, 812)]
+    with pytest.raises(ResultsError, match="CSV line 2: create_ops is not a number: 'many'"):
+        parse_csv("client,read_bytes,write_bytes,read_ops,write_ops,create_ops\na,0,0,0,0,many\n")
     with pytest.raises(ResultsError, match="header lacks write_ops"):
         parse_csv("client,read_bytes,write_bytes,read_ops\n1,1,1,1\n")
     with pytest.raises(ResultsError, match="CSV line 3: read_ops is not a number: 'x'"):
@@ -99,6 +103,14 @@ S, E = 1000, 1060
     ("ops split by rsize: bytes agree, ops not checked", [ClientResult("a", 4096, 0, 1, 0)],
      {"a": Wire(4096, 0, 4, 0, S, S)}, "pass", [], None),
     ("no results yet", [], {"a": Wire(1, 0, 1, 0, S, S)}, "no results", [], None),
+    ("creates agree", [ClientResult("a", create_ops=1000)], {"a": Wire(first=S, last=S + 9, create_ops=1000)},
+     "pass", [], None),
+    ("creates forged 30 % high", [ClientResult("a", create_ops=1300)], {"a": Wire(first=S, last=S, create_ops=1000)},
+     "fail", ["a"], "wire creates are 76.9 % of reported (1,000 of 1,300)"),
+    ("creates that never reached the server", [ClientResult("a", create_ops=50)], {}, "fail", ["a"],
+     "no NFS reads, writes or creates"),
+    ("creates not reported are not checked", [ClientResult("a", 4096, 0, 1, 0)],
+     {"a": Wire(4096, 0, 1, 0, S, S, create_ops=7)}, "pass", [], None),
 ])
 def test_report_verdicts(name, reported, wire, verdict, failed, reason):
     rep = build_report(S, E, reported, wire, tolerance_pct=2)
@@ -187,6 +199,30 @@ def test_mark_a_run_import_results_and_get_the_report(client):
     assert [x["id"] for x in client.get("/api/v1/runs").json()["runs"]] == [run["id"]]
     assert client.delete(f"/api/v1/runs/{run['id']}").status_code == 204
     assert client.get(f"/api/v1/runs/{run['id']}").status_code == 404
+
+
+def test_a_file_create_run_is_checked_by_its_creates(client):
+    """Filecreate moves no bytes: the clients' creates are checked against the CREATE calls seen."""
+    now = int(time.time())
+    start = now - 30
+    run = client.post("/api/v1/runs", json={"name": "filecreate", "start": start}).json()
+    frames = [nfs_frame(start + 2 + i, [("10.0.0.5", "create", f"/export/d/f{i}", 40, 0, {17: 40}),
+                                        ("10.0.0.5", "lookup", "/export/d", 40, 0, {}),
+                                        ("10.0.0.6", "create", f"/export/e/f{i}", 40, 0, {17: 40})],
+                        source="nfs@nas1", seq=i) for i in range(20)]
+    r = client.post("/api/v1/ingest", json={"frames": [f.model_dump() for f in frames]},
+                    headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200, r.text
+    client.post(f"/api/v1/runs/{run['id']}/stop", json={"end": start + 25})
+    r = client.post(f"/api/v1/runs/{run['id']}/results", json={"format": "simple", "clients": [
+        {"client": "10.0.0.5", "create_ops": 800}, {"client": "10.0.0.6", "create_ops": 1040}]})
+    assert r.status_code == 200, r.text
+    rep = client.get(f"/api/v1/runs/{run['id']}/report", params={"tolerance": 2}).json()
+    assert rep["verdict"] == "fail" and rep["failed"] == ["10.0.0.6"]  # 30 % more creates than the wire saw
+    c = {x["client"]: x for x in rep["clients"]}
+    assert c["10.0.0.5"]["wire"]["create_ops"] == 800 and c["10.0.0.5"]["creates_agreement_pct"] == pytest.approx(100)
+    assert c["10.0.0.5"]["start_offset_s"] == 2 and c["10.0.0.5"]["end_offset_s"] == 3  # creates are I/O too
+    assert any("wire creates are 76.9 % of reported" in x for x in c["10.0.0.6"]["reasons"])
 
 
 def test_run_api_errors_name_the_problem(client):

@@ -90,6 +90,20 @@ describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
     await until('the pass verdict after a reload', async () => (await t.page.getByTestId('run-report').getAttribute('data-verdict')) === 'pass')
     await t.shot('runs-report-pass')
 
+    // Creates move no bytes: once a client reports some, a column compares them with the CREATE calls seen.
+    assert.equal(await t.page.getByTestId('run-clients').getAttribute('data-creates'), 'false')
+    await api(t.server.base, `/api/v1/runs/${id}/results`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ format: 'simple', clients: [{ ...honest(a), create_ops: 1234 }] }),
+    })
+    await t.page.reload()
+    await until('the creates column', async () => (await t.page.getByTestId('run-clients').getAttribute('data-creates')) === 'true')
+    const rep = await api(t.server.base, `/api/v1/runs/${id}/report?tolerance=40`)
+    const ca = rep.clients.find((c) => c.client === a)
+    assert.equal(await clientRow(a).getByTestId('client-creates').textContent(), `1,234 / ${ca.wire.create_ops.toLocaleString('en-US')}`)
+    assert.equal(ca.creates_agreement_pct, (100 * ca.wire.create_ops) / 1234)
+
     // The same report as CSV, and the run's window in the worksheet.
     const csv = await (await fetch(t.server.base + (await t.page.getByTestId('run-csv').getAttribute('href')))).text()
     assert.match(csv.split('\n')[0], /^client,reported_bytes,wire_bytes/)

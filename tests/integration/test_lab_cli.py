@@ -15,17 +15,23 @@ def test_loupe_lab_runs_workloads_as_validated_runs_and_cleans_up(tmp_path, requ
     require_lab()
     r = subprocess.run([sys.executable, "-m", "loupe.cli", "lab", "--serve", "--clients", "4", "--seconds", "3",
                         "--file-size", "8M", "--workload", "stream-write-light", "--workload", "random-read",
+                        "--workload", "filecreate",
                         "--data-dir", str(tmp_path / "loupe"), "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout)
-    assert [x["workload"] for x in out["runs"]] == ["stream-write-light", "random-read"]
+    assert [x["workload"] for x in out["runs"]] == ["stream-write-light", "random-read", "filecreate"]
     for run in out["runs"]:
         rep = run["report"]
         assert rep["verdict"] == "pass" and len(rep["clients"]) == 4, rep
+        mine = {c["client"]: c for c in run["clients"]}
+        if run["workload"] == "filecreate":  # no bytes: checked by the CREATE calls on the wire
+            assert all(c["create_ops"] > 50 and c["write_bytes"] == 0 for c in mine.values()), mine
+            assert all(abs(c["creates_agreement_pct"] - 100) <= 2 for c in rep["clients"]), rep["clients"]
+            assert "creates reported" in r.stderr
+            continue
         for c in rep["clients"]:
             assert abs(c["bytes_agreement_pct"] - 100) <= 2, c
-        mine = {c["client"]: c for c in run["clients"]}
         if run["workload"] == "random-read":
             assert all(c["read_ops"] > 100 and c["read_bytes"] == 8192 * c["read_ops"] for c in mine.values()), mine
         else:

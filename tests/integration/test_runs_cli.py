@@ -41,7 +41,8 @@ def test_loupe_run_marks_the_run_imports_fio_and_prints_the_verdict(server_facto
     assert run["end"] > run["start"] and run["command"][0] == "fio"
     fio = json.loads(out.read_text())["jobs"][0]
     assert run["results"] == [dict(client="10.0.0.7", read_bytes=0, write_bytes=fio["write"]["io_bytes"], read_ops=0,
-                                   write_ops=fio["write"]["total_ios"], runtime=fio["write"]["runtime"] / 1000)]
+                                   write_ops=fio["write"]["total_ios"], create_ops=0,
+                                   runtime=fio["write"]["runtime"] / 1000)]
     assert run["results"][0]["write_bytes"] == 1 << 20
     rep = s.get(f"/api/v1/runs/{run['id']}/report")
     assert rep["verdict"] == "fail" and rep["failed"] == ["10.0.0.7"]

@@ -202,7 +202,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Import the clients' own results as CSV: client,read_bytes,write_bytes,read_ops,write_ops[,runtime] */
+        /** Import the clients' own results as CSV: client,read_bytes,write_bytes,read_ops,write_ops[,create_ops,runtime] */
         post: operations["import_results_csv_api_v1_runs__run_id__results_csv_post"];
         delete?: never;
         options?: never;
@@ -562,6 +562,12 @@ export interface components {
              * @description The client's address, as the server sees it
              */
             client: string;
+            /**
+             * Create Ops
+             * @description Files created (checked against the wire's CREATE calls)
+             * @default 0
+             */
+            create_ops: number;
             /**
              * Read Bytes
              * @default 0
@@ -1056,6 +1062,11 @@ export interface components {
             cache_read_bytes: number;
             /** Client */
             client: string;
+            /**
+             * Creates Agreement Pct
+             * @description wire CREATE calls as % of the files it reported creating
+             */
+            creates_agreement_pct: number | null;
             /**
              * End Offset S
              * @description seconds from the client's last I/O to the run's end

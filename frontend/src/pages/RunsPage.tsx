@@ -232,6 +232,8 @@ const VERDICT_TEXT: Record<string, string> = {
 function Report({ rep }: { rep: RunReport }) {
   const t = rep.total
   const sk = rep.skew
+  // A column for creates only where a client reported some (Filecreate-like runs)
+  const creates = rep.clients.some((c) => (c.reported.create_ops ?? 0) > 0)
   return (
     <div className="run-report" data-testid="run-report" data-verdict={rep.verdict}>
       <div className={`verdict verdict-${rep.verdict.replace(' ', '-')}`} data-testid="run-verdict">
@@ -252,7 +254,7 @@ function Report({ rep }: { rep: RunReport }) {
         ]}
       />
       <div className="table-scroll">
-        <table className="table" data-testid="run-clients">
+        <table className="table" data-testid="run-clients" data-creates={creates}>
           <thead>
             <tr>
               <th>Client</th>
@@ -261,6 +263,11 @@ function Report({ rep }: { rep: RunReport }) {
               <th className="num">Agreement</th>
               <th className="num">Reported ops</th>
               <th className="num">Wire ops</th>
+              {creates && (
+                <th className="num" title="files the client created / CREATE calls on the wire">
+                  Creates
+                </th>
+              )}
               <th className="num" title="reported reads that never reached the server">Client cache</th>
               <th className="num" title="first I/O after the run's start / last I/O before its end">Start / end offset</th>
               <th>Findings</th>
@@ -277,6 +284,11 @@ function Report({ rep }: { rep: RunReport }) {
                 </td>
                 <td className="num">{(c.reported.ops ?? 0).toLocaleString('en-US')}</td>
                 <td className="num">{(c.wire.ops ?? 0).toLocaleString('en-US')}</td>
+                {creates && (
+                  <td className={`num agreement-${agreementLevel(c.creates_agreement_pct, rep.tolerance_pct)}`} data-testid="client-creates">
+                    {(c.reported.create_ops ?? 0).toLocaleString('en-US')} / {(c.wire.create_ops ?? 0).toLocaleString('en-US')}
+                  </td>
+                )}
                 <td className="num">{c.cache_read_bytes ? formatBytes(c.cache_read_bytes) : '–'}</td>
                 <td className="num">
                   {c.start_offset_s ?? '–'} s / {c.end_offset_s ?? '–'} s

@@ -1,6 +1,7 @@
 import json
 import time
 import uuid
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
@@ -74,9 +75,7 @@ def _merge(store, row: dict, results: list[ClientResult]) -> RunPublic:
     spec = json.loads(row["spec"])
     have = {r["client"]: r for r in spec.get("results", [])}
     for r in results:  # a client's newer import replaces its older one
-        have[r.client] = ClientResultModel(client=r.client, read_bytes=r.read_bytes, write_bytes=r.write_bytes,
-                                           read_ops=r.read_ops, write_ops=r.write_ops,
-                                           runtime=r.runtime).model_dump()
+        have[r.client] = ClientResultModel(**asdict(r)).model_dump()
     spec["results"] = sorted(have.values(), key=lambda r: r["client"])
     return _save(store, row, spec)
 
@@ -100,7 +99,8 @@ def import_results(run_id: str, body: RunResultsImport, store: StoreDep) -> RunP
 
 
 @router.post("/{run_id}/results.csv", response_model=RunPublic, responses=NOT_FOUND,
-             summary="Import the clients' own results as CSV: client,read_bytes,write_bytes,read_ops,write_ops[,runtime]",
+             summary="Import the clients' own results as CSV: "
+                     "client,read_bytes,write_bytes,read_ops,write_ops[,create_ops,runtime]",
              openapi_extra={"requestBody": {"required": True, "content": {"text/csv": {"schema": {"type": "string"}}}}})
 async def import_results_csv(run_id: str, request: Request, store: StoreDep) -> RunPublic:
     row = _get(store, run_id)
