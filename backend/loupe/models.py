@@ -303,6 +303,9 @@ class RunReportTotal(BaseModel):
     wire_ops: int
     bytes_agreement_pct: float | None
     ops_agreement_pct: float | None
+    reported_creates: int
+    wire_creates: int
+    creates_agreement_pct: float | None
     reported_bytes_per_s: float
     wire_bytes_per_s: float
 

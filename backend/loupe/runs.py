@@ -268,6 +268,8 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
     rep_o = sum(r.ops for r in results)
     wire_b = sum(wire.get(r.client, Wire()).bytes for r in results)
     wire_o = sum(wire.get(r.client, Wire()).ops for r in results)
+    rep_c = sum(r.create_ops for r in results)
+    wire_c = sum(wire.get(r.client, Wire()).create_ops for r in results)
     firsts = [w.first for w in wire.values() if w.first is not None]
     unreported = sorted(c for c, w in wire.items() if c not in {r.client for r in results} and w.bytes)
     if not results:
@@ -280,6 +282,7 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
         clients=[asdict(x) for x in rows],
         total=dict(reported_bytes=rep_b, wire_bytes=wire_b, reported_ops=rep_o, wire_ops=wire_o,
                    bytes_agreement_pct=_pct(wire_b, rep_b), ops_agreement_pct=_pct(wire_o, rep_o),
+                   reported_creates=rep_c, wire_creates=wire_c, creates_agreement_pct=_pct(wire_c, rep_c),
                    reported_bytes_per_s=rep_b / secs, wire_bytes_per_s=wire_b / secs),
         skew=dict(
             start_spread_s=max(firsts) - min(firsts) if firsts else None,
@@ -297,7 +300,8 @@ def build_report(start: int, end: int, results: list[ClientResult], wire: dict[s
 
 
 REPORT_CSV_FIELDS = ("client", "reported_bytes", "wire_bytes", "bytes_agreement_pct", "reported_ops", "wire_ops",
-                     "ops_agreement_pct", "reported_bytes_per_s", "wire_bytes_per_s", "cache_read_bytes",
+                     "ops_agreement_pct", "reported_creates", "wire_creates", "creates_agreement_pct",
+                     "reported_bytes_per_s", "wire_bytes_per_s", "cache_read_bytes",
                      "start_offset_s", "end_offset_s", "straggler", "passed", "reasons")
 
 
@@ -308,11 +312,13 @@ def report_csv(rep: dict) -> str:
     for c in rep["clients"]:
         w.writerow([c["client"], c["reported"]["bytes"], c["wire"]["bytes"], _fmt(c["bytes_agreement_pct"]),
                     c["reported"]["ops"], c["wire"]["ops"], _fmt(c["ops_agreement_pct"]),
+                    c["reported"]["create_ops"], c["wire"]["create_ops"], _fmt(c["creates_agreement_pct"]),
                     _fmt(c["reported_bytes_per_s"]), _fmt(c["wire_bytes_per_s"]), c["cache_read_bytes"],
                     c["start_offset_s"], c["end_offset_s"], c["straggler"], c["passed"], "; ".join(c["reasons"])])
     t = rep["total"]
     w.writerow(["(total)", t["reported_bytes"], t["wire_bytes"], _fmt(t["bytes_agreement_pct"]), t["reported_ops"],
-                t["wire_ops"], _fmt(t["ops_agreement_pct"]), _fmt(t["reported_bytes_per_s"]),
+                t["wire_ops"], _fmt(t["ops_agreement_pct"]), t["reported_creates"], t["wire_creates"],
+                _fmt(t["creates_agreement_pct"]), _fmt(t["reported_bytes_per_s"]),
                 _fmt(t["wire_bytes_per_s"]), "", "", "", "", rep["verdict"] == "pass", ""])
     return buf.getvalue()
 

@@ -223,6 +223,15 @@ def test_a_file_create_run_is_checked_by_its_creates(client):
     assert c["10.0.0.5"]["wire"]["create_ops"] == 800 and c["10.0.0.5"]["creates_agreement_pct"] == pytest.approx(100)
     assert c["10.0.0.5"]["start_offset_s"] == 2 and c["10.0.0.5"]["end_offset_s"] == 3  # creates are I/O too
     assert any("wire creates are 76.9 % of reported" in x for x in c["10.0.0.6"]["reasons"])
+    t = rep["total"]
+    assert (t["reported_creates"], t["wire_creates"]) == (1840, 1600)
+    assert t["creates_agreement_pct"] == pytest.approx(100 * 1600 / 1840)
+    lines = client.get(f"/api/v1/runs/{run['id']}/report", params={"format": "csv"}).text.strip().splitlines()
+    head = lines[0].split(",")
+    rows = {r.split(",")[0]: dict(zip(head, r.split(","))) for r in lines[1:]}
+    assert (rows["10.0.0.6"]["reported_creates"], rows["10.0.0.6"]["wire_creates"]) == ("1040", "800")
+    assert rows["10.0.0.6"]["creates_agreement_pct"] == "76.923"
+    assert (rows["(total)"]["reported_creates"], rows["(total)"]["wire_creates"]) == ("1840", "1600")
 
 
 def test_run_api_errors_name_the_problem(client):

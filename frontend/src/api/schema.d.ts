@@ -1125,18 +1125,24 @@ export interface components {
         RunReportTotal: {
             /** Bytes Agreement Pct */
             bytes_agreement_pct: number | null;
+            /** Creates Agreement Pct */
+            creates_agreement_pct: number | null;
             /** Ops Agreement Pct */
             ops_agreement_pct: number | null;
             /** Reported Bytes */
             reported_bytes: number;
             /** Reported Bytes Per S */
             reported_bytes_per_s: number;
+            /** Reported Creates */
+            reported_creates: number;
             /** Reported Ops */
             reported_ops: number;
             /** Wire Bytes */
             wire_bytes: number;
             /** Wire Bytes Per S */
             wire_bytes_per_s: number;
+            /** Wire Creates */
+            wire_creates: number;
             /** Wire Ops */
             wire_ops: number;
         };
