@@ -167,11 +167,12 @@ class IngestLog:
                 log.error("ingest log %s: could not cut off a failed write; renaming the segment", self._path)
                 os.rename(self._path, self._path.with_suffix(".failed"))
                 self._path = self._path.with_suffix(".failed")
-            if self._size == 0:  # holds nothing: the retry may create a segment of the same name
+            if self._size:
+                self._close()
+            else:  # holds nothing: the retry may create a segment of the same name
                 os.close(self._fd)
                 self._path.unlink(missing_ok=True)
                 self._fd, self._path = None, None
-            self._close()
             raise
         self._size += size
         self.last_lsn = lsn
