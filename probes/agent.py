@@ -6,22 +6,27 @@ serve`` runs the same :class:`Agent` in a thread via :func:`start_in_thread`.
 Timing: ticks fall on wall-clock second boundaries and each covers the second that
 just closed (``ts``). Every (source, family, host) gives one frame per second, with
 source id ``f"{source.name}@{host}"`` and a ``seq`` that only grows per source id:
-it starts at max(persisted seq + 1, wall clock in microseconds), so a restart never
-goes backwards even without ``--state-dir``.
+it starts at max(persisted seq + 1, wall clock in microseconds), the persisted seq
+being the higher of the state file's and the spool's, so a restart never goes
+backwards, even without ``--state-dir``, and never reuses a spooled frame's seq.
 
 Replayable sources (the synthetic NAS) are produced second by second from a cursor,
 oldest first: ``backfill`` starts the cursor in the past, and after a stall the
 agent catches up instead of leaving a hole. Live sources (procfs) are read at the
 tick only.
 
-Delivery: frames wait in a bounded in-memory queue, already serialised, and are
-sent in order in batches, one host per request (the backend files a request's
-source status under the host of its frames). Connection errors and 5xx keep them queued and retry
-with exponential backoff; when the queue is full the oldest frames are dropped and
-counted. A 4xx will never succeed: its ``detail`` is logged and those frames are
+Delivery: frames wait in a bounded queue, already serialised, and are sent in
+order in batches, one host per request (the backend files a request's source
+status under the host of its frames). Connection errors and 5xx keep them queued and retry
+with exponential backoff; when the queue is full (``max_queue_bytes``) the oldest
+frames are dropped and counted. A 4xx will never succeed: its ``detail`` is logged and those frames are
 dropped; for 413/422 the batch is halved first so one bad frame costs only itself.
-The queue lives in memory only: frames still queued when the process exits are
-lost. An on-disk spool is a separate, later change.
+
+With a state dir the queue is an on-disk spool (:mod:`.spool`, ``<state dir>/spool``):
+frames still queued when the process stops, even by ``kill -9``, are sent first
+when it starts again, with their own source id and seq, so the backend counts any
+it already has as duplicates. Without one, the queue is in memory and such frames
+are lost.
 """
 
 from __future__ import annotations
@@ -38,13 +43,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from loupe.columns import is_columns, rows_to_columns
 
 from . import registry, transport
 from .source import Source
+from .spool import FrameQueue, MemoryQueue, Queued, Spool
 
 log = logging.getLogger("loupe.agent")
 
@@ -52,15 +57,6 @@ DEFAULT_SERVER = "http://127.0.0.1:8470"
 MAX_FRAMES_PER_REQUEST = 10_000  # IngestRequest's limit
 HEARTBEAT_SECONDS = 5.0  # post status alone when nothing else went out for this long
 MAX_CATCH_UP = 300  # seconds a replayable source may fall behind (beyond its backfill) before skipping
-
-
-@dataclass
-class _Queued:
-    source: str
-    host: str
-    seq: int
-    ts: int
-    json: str
 
 
 class Agent:
@@ -89,8 +85,8 @@ class Agent:
         self._state_file = Path(state_dir) / "agent-state.json" if state_dir else None
         self._persisted: dict[str, int] = self._load_state()
         self._seq: dict[str, int] = {}
-        self._queue: collections.deque[_Queued] = collections.deque()
-        self._queue_bytes = 0
+        self._spool_dir = Path(state_dir) / "spool" if state_dir else None
+        self._queue = self._open_queue()
         self._retry_at = 0.0
         self._backoff = min_backoff
         self._last_post = 0.0
@@ -117,6 +113,8 @@ class Agent:
 
         Returns True when nothing is left unsent.
         """
+        if self._queue.closed:  # run again after a run: the spool was closed
+            self._queue = self._open_queue()
         try:
             for src in self.sources:  # BPF probes load (and the kernel verifies them) in parallel, in
                 start = getattr(src, "start_in_background", None)  # the background: nothing waits for them
@@ -147,6 +145,7 @@ class Agent:
                 self._flush_one()  # a last try, e.g. when the backend shuts down after us
             return not self._queue
         finally:
+            self._close_queue()
             self._save_state()
             self._client.close()
             for src in self.sources:
@@ -177,6 +176,7 @@ class Agent:
                     self._cursor[i] = ts - limit + 1
             else:
                 self._collect(i, ts)
+        self._sync_queue()
         self._save_state()
 
     def _behind(self) -> bool:
@@ -190,9 +190,9 @@ class Agent:
                 return
             can_send = bool(self._queue) and now >= self._retry_at
             behind = self._behind()
-            if can_send and (not behind or self._queue_bytes >= self.max_request_bytes):
+            if can_send and (not behind or self._queue.bytes >= self.max_request_bytes):
                 self._flush_one()
-            elif behind and self._queue_bytes < 2 * self.max_request_bytes:
+            elif behind and self._queue.bytes < 2 * self.max_request_bytes:
                 self._produce_one()
             elif can_send:
                 self._flush_one()
@@ -252,6 +252,37 @@ class Agent:
             self._host_of[i] = host
 
     # ------------------------------------------------------------------ sequencing and queue
+    def _open_queue(self) -> FrameQueue:
+        """The spool under the state dir, else (none, or it cannot be used) a queue in memory.
+
+        Every frame goes to the spool when it is made, not only once a send has failed: one
+        write() per frame, an fdatasync per second (:meth:`_sync_queue`), and the sends read
+        it back from the page cache. That keeps one path for every frame, and a crash loses
+        none of them, not even the second it was sending."""
+        if self._spool_dir is not None:
+            try:
+                spool = Spool(self._spool_dir, self.max_queue_bytes)
+            except OSError as e:
+                log.warning("cannot use the spool %s (%s): frames wait in memory and are lost if the agent stops",
+                            self._spool_dir, e)
+            else:
+                for sid, seq in spool.last_seq.items():  # new frames must come after the spooled ones
+                    self._persisted[sid] = max(seq, self._persisted.get(sid, -1))
+                return spool
+        return MemoryQueue(self.max_queue_bytes)
+
+    def _sync_queue(self) -> None:
+        try:
+            self._queue.sync()
+        except OSError as e:
+            self._limited("spool", f"cannot sync {self._queue}: {e}")
+
+    def _close_queue(self) -> None:
+        try:
+            self._queue.close()
+        except OSError as e:
+            log.warning("closing %s: %s", self._queue, e)
+
     def _next_seq(self, sid: str) -> int:
         last = self._seq.get(sid)
         seq = max(self._persisted.get(sid, -1) + 1, time.time_ns() // 1000) if last is None else last + 1
@@ -264,27 +295,24 @@ class Agent:
         cols = rows if is_columns(rows) else rows_to_columns(rows)  # type: ignore[arg-type]
         body = json.dumps({"v": 2, "source": sid, "seq": seq, "ts": ts, "family": family, "host": host,
                            "columns": cols}, separators=(",", ":"))
-        self._queue.append(_Queued(sid, host, seq, ts, body))
-        self._queue_bytes += len(body)
-        while self._queue_bytes > self.max_queue_bytes and len(self._queue) > 1:
-            old = self._queue.popleft()
-            self._queue_bytes -= len(old.json)
+        try:
+            dropped = self._queue.append(Queued(sid, host, seq, ts, body))
+        except OSError as e:  # e.g. the disk is full
             self.stats["dropped"] += 1
-            self._limited("dropped", f"queue full ({self.max_queue_bytes} bytes): dropped oldest frames, "
-                                     f"{self.stats['dropped']} so far (last {old.source} ts {old.ts})")
+            self._limited("spool", f"cannot spool {sid} ts {ts} to {self._queue}: {e}; dropped, "
+                                   f"{self._queue.dropped} so far")
+            return
+        if dropped:
+            self.stats["dropped"] += dropped
+            old = self._queue.last_dropped
+            self._limited("dropped", f"{self._queue} full ({self.max_queue_bytes} bytes): dropped oldest frames, "
+                                     f"{self._queue.dropped} so far (last {old.source} ts {old.ts})")
 
     def _flush_one(self) -> None:
         """Send one batch from the head of the queue; back off if the server is unavailable."""
-        batch, size = [], 0
-        for q in self._queue:
-            if batch and (size + len(q.json) > self.max_request_bytes or len(batch) >= MAX_FRAMES_PER_REQUEST
-                          or q.host != batch[0].host):  # the backend files a request's status under one host
-                break
-            batch.append(q)
-            size += len(q.json)
+        batch = self._queue.peek(self.max_request_bytes, MAX_FRAMES_PER_REQUEST)
         done = self._deliver(batch)
-        for _ in range(done):
-            self._queue_bytes -= len(self._queue.popleft().json)
+        self._queue.ack(done)
         if done < len(batch):
             self._retry_at = time.time() + self._backoff
             self._limited("retry", f"backend unavailable; {len(self._queue)} frames queued, "
@@ -295,7 +323,7 @@ class Agent:
                 log.info("backend reachable again; %d frames queued", len(self._queue))
             self._backoff = self.min_backoff
 
-    def _deliver(self, batch: list[_Queued]) -> int:
+    def _deliver(self, batch: list[Queued]) -> int:
         """How many frames from the start of ``batch`` are finished (stored or finally refused)."""
         code, answer = self._post(batch)
         if code is None or code >= 500 or code == 429:
@@ -315,7 +343,7 @@ class Agent:
                                      f"({batch[0].source} ts {batch[0].ts}...): {answer.get('detail', answer)}")
         return len(batch)
 
-    def _post(self, batch: list[_Queued]) -> tuple[int | None, dict]:
+    def _post(self, batch: list[Queued]) -> tuple[int | None, dict]:
         body = (f'{{"frames":[{",".join(q.json for q in batch)}],"agent":{json.dumps(self.agent_id)},'
                 f'"status":{json.dumps(self.status(batch[0].host if batch else None))},'
                 f'"stats":{json.dumps(self.own_stats())},'
@@ -390,14 +418,16 @@ class Agent:
         return out
 
     def own_stats(self) -> dict:
-        """This process's CPU (since the last call, % of one core) and RSS, and the queue's state."""
+        """This process's CPU (since the last call, % of one core) and RSS, and the queue's state: with a
+        spool, the frames and bytes spooled and the frames it dropped over its life (across restarts)."""
         now, cpu = time.monotonic(), _cpu_seconds()
         t0, c0 = self._usage
         if now - t0 >= 0.5:
             self._cpu_pct = max(0.0, (cpu - c0) / (now - t0) * 100)
             self._usage = (now, cpu)
-        return {"cpu_pct": round(self._cpu_pct, 3), "rss_bytes": _rss_bytes(), "queue_frames": len(self._queue),
-                "queue_bytes": self._queue_bytes, "dropped_frames": self.stats["dropped"],
+        # The keys the backend's AgentStats knows: it refuses a request with any other (422).
+        return {"cpu_pct": round(self._cpu_pct, 3), "rss_bytes": _rss_bytes(), "queue_frames": self._queue.frames,
+                "queue_bytes": self._queue.bytes, "dropped_frames": self._queue.dropped,
                 "in_process": self.in_process}
 
     def _limited(self, key: str, message: str, exc: bool = False) -> None:
@@ -489,7 +519,9 @@ def _parser(prog: str, sources: str, host_help: str) -> argparse.ArgumentParser:
     p.add_argument("--demo-clients", type=int, default=20, help="clients of the synthetic NAS (1..10000)")
     p.add_argument("--seed", type=int, default=7, help="seed of the synthetic NAS")
     p.add_argument("--host", default=None, help=host_help)
-    p.add_argument("--state-dir", type=Path, default=None, help="directory that keeps the last seq per source")
+    p.add_argument("--state-dir", type=Path, default=None,
+                   help="directory that keeps the last seq per source and spools frames the backend has not "
+                        "taken yet (without it they wait in memory and are lost when the agent stops)")
     p.add_argument("--backfill", type=int, default=0, metavar="SECONDS",
                    help="synthetic only: first send this many seconds of history, oldest first")
     p.add_argument("--once", action="store_true",

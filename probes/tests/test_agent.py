@@ -268,14 +268,51 @@ class _Broken(_Chatty):
         raise RuntimeError("sensor fell off")
 
 
-def test_full_queue_drops_the_oldest_and_counts() -> None:
-    agent = Agent([_Chatty()], "http://127.0.0.1:9", TOKEN, max_queue_bytes=10_000)
-    for ts in range(100, 130):
-        agent._collect(0, ts)
+@pytest.mark.parametrize("spooled", [False, True])
+def test_full_queue_drops_the_oldest_and_counts(tmp_path: Path, caplog, spooled: bool) -> None:
+    agent = Agent([_Chatty()], "http://127.0.0.1:9", TOKEN, max_queue_bytes=10_000,
+                  state_dir=tmp_path if spooled else None)
+    with caplog.at_level(logging.WARNING, logger="loupe.agent"):
+        for ts in range(100, 130):
+            agent._collect(0, ts)
     kept = [q.ts for q in agent._queue]
     assert kept == list(range(130 - len(kept), 130)) and 5 <= len(kept) <= 9
     assert agent.stats["dropped"] == 30 - len(kept)
-    assert agent._queue_bytes == sum(len(q.json) for q in agent._queue) <= 10_000
+    assert agent._queue.bytes <= 10_000 and agent._queue.bytes >= sum(len(q.json) for q in agent._queue)
+    assert [r.message for r in caplog.records if "dropped" in r.message] == [  # once, not per frame
+        f"{'spool ' + str(tmp_path / 'spool') if spooled else 'in-memory queue'} full (10000 bytes): dropped "
+        f"oldest frames, 1 so far (last test.chatty@h ts 100)"]
+    stats = agent.own_stats()
+    assert (stats["queue_frames"], stats["queue_bytes"], stats["dropped_frames"]) == \
+        (len(kept), agent._queue.bytes, 30 - len(kept))
+    agent._queue.close()
+    if spooled:  # the spool keeps the frames, and the count of those it dropped, for the next run
+        again = Agent([_Chatty()], "http://127.0.0.1:9", TOKEN, max_queue_bytes=10_000, state_dir=tmp_path)
+        assert [q.ts for q in again._queue] == kept
+        assert again.own_stats()["dropped_frames"] == 30 - len(kept) and again.stats["dropped"] == 0
+        again._queue.close()
+
+
+def test_the_spool_is_reported_while_the_backend_refuses_and_sent_in_order_after_a_restart(
+        backend: Backend, tmp_path: Path) -> None:
+    backend.mode = "503"
+    first = make_agent(backend.url, TOKEN, ["synthetic"], demo_clients=2, seed=5, backfill=5, state_dir=tmp_path,
+                       min_backoff=0.1, max_backoff=0.2)
+    t, stop = _run(first)
+    backend.wait_for(lambda: len(backend.requests) >= 3)
+    _halt(t, stop)
+    assert not backend.frames
+    reported = backend.requests[-1]["body"]["stats"]  # what the UI shows as the agent's queue
+    assert reported["queue_frames"] >= 20 and reported["queue_bytes"] > 0 and reported["dropped_frames"] == 0
+    spooled = [(q.source, q.seq, q.ts) for q in first._queue]
+    assert len(spooled) >= reported["queue_frames"]
+    backend.mode = "ok"
+    second = make_agent(backend.url, TOKEN, ["synthetic"], demo_clients=2, seed=5, state_dir=tmp_path)
+    assert second.run(threading.Event(), once=True)
+    got = [(f["source"], f["seq"], f["ts"]) for f in backend.frames]
+    assert got[:len(spooled)] == spooled and len(got) > len(spooled)  # the old frames first, as they were
+    _assert_seq_strictly_increasing(backend.frames)
+    assert second.stats["duplicates"] == 0 and not second._queue
 
 
 def test_a_broken_source_reports_error_and_the_others_go_on(backend: Backend) -> None:
