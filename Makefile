@@ -15,7 +15,7 @@ SHELL := bash
 
 # Debian packages the project needs. Extend here (e.g. clang llvm libbpf-dev
 # bpftool nfs-ganesha for the BPF probes and the NFS test server).
-APT_PACKAGES ?= python3-venv chromium fonts-liberation docker-compose iproute2 procps curl systemd \
+APT_PACKAGES ?= python3-venv chromium fonts-liberation docker-compose iproute2 procps curl systemd openssl \
 	$(BPF_PACKAGES) $(LAB_PACKAGES)
 # Build BPF objects (clang, bpftool for vmlinux.h) and load them (libbpf1); the
 # server itself needs only libbpf1 at run time.

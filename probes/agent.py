@@ -66,7 +66,8 @@ class Agent:
                  agent_id: str | None = None, *, state_dir: str | Path | None = None, backfill: int = 0,
                  max_queue_bytes: int = 256 << 20, max_request_bytes: int = 8 << 20, timeout: float = 10.0,
                  min_backoff: float = 0.5, max_backoff: float = 30.0,
-                 progress: Callable[[str], None] | None = None, in_process: bool = False) -> None:
+                 progress: Callable[[str], None] | None = None, in_process: bool = False,
+                 ca_file: str | None = None) -> None:
         if not sources:
             raise ValueError("an agent needs at least one source")
         self.sources = list(sources)
@@ -99,7 +100,7 @@ class Agent:
         self._broken: dict[int, str] = {}  # sources whose collect raised, with the error
         self._quiet_until: dict[str, float] = {}
         # a bad server URL fails here, naming it, not on the first post
-        self._client = transport.Client(self.server, headers=self._headers, timeout=self._timeout)
+        self._client = transport.Client(self.server, headers=self._headers, timeout=self._timeout, ca_file=ca_file)
         self.stats = collections.Counter()  # sent, dropped, refused, accepted, duplicates, requests
         self.in_process = in_process
         self.suspended: set[str] = set()  # source names an operator suspended (from the backend's answers)
@@ -513,6 +514,9 @@ def _parser(prog: str, sources: str, host_help: str) -> argparse.ArgumentParser:
     p.add_argument("--server", default=DEFAULT_SERVER, help=f"backend URL (default {DEFAULT_SERVER})")
     p.add_argument("--token", default=os.environ.get("LOUPE_INGEST_TOKEN"),
                    help="ingest bearer token (default: $LOUPE_INGEST_TOKEN)")
+    p.add_argument("--ca-file", default=os.environ.get("LOUPE_CA_FILE"),
+                   help="with an https:// server: trust exactly this PEM certificate (e.g. the server's own, "
+                        "self-signed) instead of the system's CAs (default: $LOUPE_CA_FILE)")
     p.add_argument("--sources", default=sources,
                    help=f"comma-separated sources from: {', '.join(sorted(registry._selectable()))} "
                         f"(default {sources})")
@@ -538,7 +542,7 @@ def _run_cli(a: argparse.Namespace, **host_kw) -> int:
         print("--demo-clients must be between 1 and 10000", file=sys.stderr)
         return 2
     try:
-        agent = make_agent(a.server, a.token, a.sources.split(","), state_dir=a.state_dir,
+        agent = make_agent(a.server, a.token, a.sources.split(","), state_dir=a.state_dir, ca_file=a.ca_file,
                            demo_clients=a.demo_clients, seed=a.seed, backfill=a.backfill,
                            progress=lambda m: print(m, flush=True), **host_kw)
     except ValueError as e:

@@ -34,11 +34,23 @@ class Response:
         return json.loads(self.content)
 
 
+def tls_context(ca_file: str | None) -> ssl.SSLContext:
+    """The system's trust store; or, with `ca_file`, trust exactly that certificate (a server's
+    own, maybe self-signed): it is then the pin, and the name in it need not match the URL's
+    host (the local agent reaches its server as 127.0.0.1)."""
+    if ca_file is None:
+        return ssl.create_default_context()
+    ctx = ssl.create_default_context(cafile=ca_file)
+    ctx.check_hostname = False
+    ctx.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # a leaf certificate may be the trust anchor
+    return ctx
+
+
 class Client:
     """POSTs to one server over a reused connection; reconnects once when a kept-alive
     connection turns out closed (the server restarted, or dropped it while idle)."""
 
-    def __init__(self, base_url: str, *, headers: dict[str, str], timeout: float) -> None:
+    def __init__(self, base_url: str, *, headers: dict[str, str], timeout: float, ca_file: str | None = None) -> None:
         u = urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"server URL must be http:// or https://host[:port], not {base_url!r}")
@@ -48,11 +60,11 @@ class Client:
         self._headers = dict(headers)
         self._timeout = timeout
         self._conn: http.client.HTTPConnection | None = None
+        self._tls = tls_context(ca_file) if self._https else None
 
     def _connect(self) -> http.client.HTTPConnection:
-        if self._https:
-            return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
-                                               context=ssl.create_default_context())
+        if self._tls is not None:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout, context=self._tls)
         return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
 
     def post(self, path: str, body: bytes) -> Response:

@@ -25,13 +25,18 @@ def _serve(argv: list[str]) -> int:
     settings = Settings(**overrides)
     import uvicorn
 
-    from .api.main import create_app
+    from .api.main import base_url, create_app
 
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        p.error("TLS needs both LOUPE_TLS_CERT and LOUPE_TLS_KEY")
+    for f in (settings.tls_cert, settings.tls_key):
+        if f is not None and not f.is_file():
+            p.error(f"TLS file {f} does not exist")
     app = create_app(settings)
-    shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
-    print(f"Loupe {'(with demo-nas) ' if settings.demo else ''}on http://{shown}:{settings.port}/  "
+    print(f"Loupe {'(with demo-nas) ' if settings.demo else ''}on {base_url(settings)}/  "
           f"data: {settings.data_dir}", flush=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", ws_max_size=1 << 20)
+    tls = dict(ssl_certfile=str(settings.tls_cert), ssl_keyfile=str(settings.tls_key)) if settings.tls_cert else {}
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", ws_max_size=1 << 20, **tls)
     return 0
 
 

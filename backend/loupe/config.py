@@ -12,7 +12,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LOUPE_", extra="ignore")
 
     data_dir: Path = Field(Path("/var/lib/loupe"), description="Where the store and tokens live")
-    host: str = Field("127.0.0.1", description="Address to bind; 127.0.0.1 until authentication lands")
+    host: str = Field("127.0.0.1", description="Address to bind")
     port: int = Field(8470, ge=0, le=65535)
     demo: bool = Field(False, description="Also run the synthetic NAS 'demo-nas'")
     demo_clients: int = Field(20, ge=1, le=10_000)
@@ -21,7 +21,18 @@ class Settings(BaseSettings):
     local_agent: bool = Field(True, description="serve also runs an agent for this machine (BPF probes and procfs)")
     local_sources: str = Field("bpf,procfs,zfs", description="Sources of the local agent, comma-separated registry "
                                                          "names or prefixes (see `loupe agent --help`)")
-    ingest_token: str | None = Field(None, description="Bearer token agents must send; generated if unset")
+    ingest_token: str | None = Field(None, description="An ingest token to accept (listed as 'configured'); "
+                                                       "the local agent's own is generated into the data dir")
+    metrics_token: str | None = Field(None, description="A metrics-scoped token for Prometheus to send to /metrics")
+    admin_password: str | None = Field(None, description="Password of 'admin' created on first start; "
+                                                         "generated and printed once if unset")
+    session_idle_minutes: int = Field(8 * 60, ge=1, description="A session ends after this long unused")
+    session_max_hours: int = Field(7 * 24, ge=1, description="A session ends this long after sign-in")
+    login_per_address: int = Field(20, ge=1, description="Login attempts per address per minute")
+    login_per_user: int = Field(5, ge=1, description="Failed logins per user name per minute")
+    tls_cert: Path | None = Field(None, description="PEM certificate: serve HTTPS (with tls_key)")
+    tls_key: Path | None = Field(None, description="PEM private key for tls_cert")
+    cors_origins: list[str] = Field([], description="Origins allowed cross-site (JSON list); none by default")
 
     # Retention per tier, in seconds.
     retain_seconds: int = 48 * 3600

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 from .lab.workload import WORKLOADS
+from . import runcli
 from .runcli import ApiError, api_call
 
 EXPORT = "/export"
@@ -54,7 +56,11 @@ class _Serve:
         self.port = port or free_port("127.0.0.1")
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(data_dir / "serve.log", "w")
-        env = dict(os.environ, **wire_decoder_env(lab, ganesha))
+        # The lab's own Loupe: its admin password is chosen here so --keep can say it.
+        self.password = secrets.token_urlsafe(12)
+        env = dict(os.environ, **wire_decoder_env(lab, ganesha), LOUPE_ADMIN_PASSWORD=self.password)
+        token_file = data_dir / "store" / "cli.token"
+        runcli.TOKEN = None
         self.proc = subprocess.Popen([sys.executable, "-m", "loupe.cli", "serve", "--port", str(self.port),
                                       "--data-dir", str(data_dir / "store")], stdout=self.log,
                                      stderr=subprocess.STDOUT, env=env)
@@ -64,6 +70,8 @@ class _Serve:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"loupe serve exited; its log: {self.log.name}")
             try:
+                if runcli.TOKEN is None and token_file.exists():
+                    runcli.TOKEN = token_file.read_text().strip() or None  # an operator token: runs and reports
                 src = [s for s in api_call(self.base, "GET", "/sources", timeout=2)["sources"] if s["name"] == "bpf.nfswire"]
             except ApiError:
                 src = []
@@ -223,7 +231,8 @@ def main(argv: list[str]) -> int:
             if a.json:
                 print(json.dumps({"server": base, "runs": reports}), flush=True)
             if a.keep and serve:
-                _say(f"Loupe stays at {base}/ with the lab; Ctrl-C ends both")
+                _say(f"Loupe stays at {base}/ with the lab (user admin, password {serve.password}); "
+                     "Ctrl-C ends both")
                 while serve.proc.poll() is None:
                     time.sleep(1)
     except KeyboardInterrupt:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -392,3 +394,101 @@ class ClientDiagnosis(BaseModel):
     traffic_share: float | None = Field(description="its NFS bytes, as a share of every client's on the server")
     wire_bytes_per_s: float | None = Field(description="its bytes on the wire, both ways; null with no socket probe")
     disks: list[DiagnosisDisk] = Field(description="the server's disks over the window, most I/Os in flight first")
+
+
+# ---- users, sessions, tokens, audit ------------------------------------------------
+
+Role = Literal["viewer", "operator", "admin"]
+
+
+class LoginRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user: str = Field(min_length=1, max_length=64)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+class LinkLoginRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(min_length=1, max_length=256, description="The demo's one-click sign-in token")
+
+
+class Me(BaseModel):
+    user: str
+    role: Role
+    via: Literal["session", "token"]
+    csrf_token: str | None = Field(None, description="Send it as X-CSRF-Token on POST/PUT/PATCH/DELETE (sessions)")
+    expires_at: float | None = Field(None, description="Unix time the session ends unless used sooner (idle)")
+
+
+class PasswordChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    current: str = Field(min_length=1, max_length=1024)
+    new: str = Field(min_length=1, max_length=1024)
+
+
+class UserPublic(BaseModel):
+    name: str
+    role: Role
+    created_at: float
+    disabled: bool
+
+
+class UserList(BaseModel):
+    users: list[UserPublic]
+
+
+class UserCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=64)
+    role: Role
+    password: str = Field(min_length=1, max_length=1024)
+
+
+class UserUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Role | None = None
+    password: str | None = Field(None, min_length=1, max_length=1024)
+    disabled: bool | None = None
+
+
+class TokenPublic(BaseModel):
+    id: int
+    name: str
+    scope: Literal["ingest", "metrics", "api"]
+    role: Role | None = Field(None, description="api tokens act with this role")
+    origin: Literal["api", "config", "local"] = Field(
+        description="api: made by an admin; config: from the environment; local: a file in the data dir")
+    created_at: float
+    created_by: str
+    last_used: float | None
+    revoked_at: float | None
+    revoked_by: str | None
+
+
+class TokenList(BaseModel):
+    tokens: list[TokenPublic]
+
+
+class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=64, description="Usually the agent's host name")
+    scope: Literal["ingest", "metrics", "api"] = "ingest"
+    role: Role | None = Field(None, description="Only for api tokens")
+
+
+class TokenCreated(TokenPublic):
+    secret: str = Field(description="Shown once; only its hash is kept")
+
+
+class AuditEntry(BaseModel):
+    id: int
+    ts: float
+    actor: str
+    action: str
+    target: str
+    detail: str
+    address: str
+
+
+class AuditLog(BaseModel):
+    entries: list[AuditEntry]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,10 +26,27 @@ class ApiError(RuntimeError):
     pass
 
 
+TOKEN: str | None = None  # set by main(): an api token with the operator role
+
+
+def api_token(given: str | None) -> str | None:
+    """--token, else LOUPE_API_TOKEN, else the server's own CLI token when this user may read it."""
+    if given:
+        return given
+    if os.environ.get("LOUPE_API_TOKEN"):
+        return os.environ["LOUPE_API_TOKEN"]
+    try:
+        return (Settings().data_dir / "cli.token").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def api_call(base: str, method: str, path: str, body=None, *, ctype="application/json", timeout=60.0):
     data = None if body is None else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
-    req = urllib.request.Request(base.rstrip("/") + "/api/v1" + path, data=data, method=method,
-                                 headers={"Content-Type": ctype} if data is not None else {})
+    headers = {"Content-Type": ctype} if data is not None else {}
+    if TOKEN:
+        headers["Authorization"] = f"Bearer {TOKEN}"
+    req = urllib.request.Request(base.rstrip("/") + "/api/v1" + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read() or b"null")
@@ -37,7 +56,9 @@ def api_call(base: str, method: str, path: str, body=None, *, ctype="application
             detail = json.loads(detail).get("detail", detail)
         except (ValueError, AttributeError):
             pass
-        raise ApiError(f"{method} {path}: {e.code} {detail}") from None
+        hint = (" (give an api token with the operator role: --token or LOUPE_API_TOKEN; on the server's machine "
+                "`loupe run` reads LOUPE_DATA_DIR/cli.token when it may)") if e.code in (401, 403) else ""
+        raise ApiError(f"{method} {path}: {e.code} {detail}{hint}") from None
     except (urllib.error.URLError, OSError) as e:
         raise ApiError(f"cannot reach Loupe at {base}: {getattr(e, 'reason', e)}") from None
 
@@ -71,10 +92,17 @@ def main(argv: list[str]) -> int:
                    help="format of --results: fio JSON, a JSON list of per-client results, or CSV")
     p.add_argument("--client", help="for a one-machine fio report: the client address it belongs to")
     p.add_argument("--tolerance", type=float, default=2.0, help="allowed difference in %% (default 2)")
+    p.add_argument("--token", help="an api token with the operator role (default: $LOUPE_API_TOKEN, else "
+                                    "the server's DATA_DIR/cli.token when readable)")
     a = p.parse_args(argv)
     if not command:
         p.error("give the benchmark's command after --")
     base = a.server or f"http://127.0.0.1:{Settings().port}"
+    global TOKEN
+    TOKEN = api_token(a.token)
+    if shutil.which(command[0]) is None:  # before the run exists: an operator may mark runs, not delete them
+        print(f"loupe run: cannot start {command[0]}: no such command", file=sys.stderr)
+        return 127
     try:
         run = api_call(base, "POST", "/runs", {"name": a.name, "host": a.host, "command": command})
     except ApiError as e:
@@ -87,10 +115,14 @@ def main(argv: list[str]) -> int:
         proc = subprocess.Popen(command)
     except OSError as e:
         print(f"loupe run: cannot start {command[0]}: {e}", file=sys.stderr)
-        try:  # no benchmark ran: leave no run behind
+        try:  # no benchmark ran: leave no run behind (deleting needs admin; else at least end it)
             api_call(base, "DELETE", f"/runs/{rid}")
-        except ApiError as err:
-            print(f"loupe run: and cannot delete run {rid}: {err}", file=sys.stderr)
+        except ApiError:
+            try:
+                api_call(base, "POST", f"/runs/{rid}/stop", {"exit_code": 127})
+                print(f"loupe run: run {rid} ended with exit code 127", file=sys.stderr)
+            except ApiError as err:
+                print(f"loupe run: and cannot end run {rid}: {err}", file=sys.stderr)
         return 127
     old = signal.signal(signal.SIGINT, lambda *_: None)  # the command gets Ctrl-C from the terminal itself
     try:

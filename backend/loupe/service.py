@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+from .auth import Auth, new_secret
 from .config import Settings
 from .control import SourceControl
 from .frame import IngestRequest
@@ -19,17 +20,35 @@ from .telemetry import Telemetry
 log = logging.getLogger("loupe")
 
 
-def ingest_token(settings: Settings) -> str:
-    """The configured token, else one kept in the data dir (created 0600 on first start)."""
-    if settings.ingest_token:
-        return settings.ingest_token
-    path = settings.data_dir / "ingest.token"
-    if path.exists():
-        return path.read_text().strip()
-    token = secrets.token_hex(32)  # hex: never starts with "-", so `--token TOKEN` always parses
+def _local_token(auth: Auth, path: Path, name: str, scope: str, role: str | None = None) -> str:
+    """A token kept in a 0600 file in the data dir for programs on this machine (the local agent,
+    `loupe run`). Registered on first use; if an admin revoked it, a new one replaces the file."""
+    secret = path.read_text().strip() if path.exists() else ""
+    rec = auth.known_secret(secret) if secret else None
+    if secret and rec is not None and rec.revoked_at is None:
+        return secret
+    if secret and rec is None:  # a file from before tokens were registered: keep it working
+        auth.create_token(name, scope, role=role, by="loupe", origin="local", secret=secret)
+        return secret
+    secret = new_secret()
+    auth.create_token(name, scope, role=role, by="loupe", origin="local", secret=secret)
     path.touch(mode=0o600)
-    path.write_text(token + "\n")
-    return token
+    path.chmod(0o600)
+    path.write_text(secret + "\n")
+    return secret
+
+
+def _configured_token(auth: Auth, secret: str, name: str, scope: str) -> bool:
+    """Register a token given in the environment; False if an admin has revoked it."""
+    rec = auth.known_secret(secret)
+    if rec is None:
+        auth.create_token(name, scope, by="loupe", origin="config", secret=secret)
+        return True
+    if rec.revoked_at is not None:
+        log.warning("the configured %s token (%s) was revoked by %s: requests with it are refused",
+                    scope, name, rec.revoked_by)
+        return False
+    return True
 
 
 class Loupe:
@@ -40,7 +59,19 @@ class Loupe:
                        "hour": settings.retain_hours}
         self.store = DuckDBStore(settings.db_path, retain=self.retain, top_files=settings.top_files,
                                  compact_every=settings.compact_every)
-        self.token = ingest_token(settings)
+        self.auth = Auth(settings.data_dir / "auth.sqlite", session_idle=settings.session_idle_minutes * 60,
+                         session_max=settings.session_max_hours * 3600,
+                         per_address=(settings.login_per_address, 60.0), per_user=(settings.login_per_user, 60.0))
+        # Shown once by `loupe serve` when it made the first admin's password itself.
+        self.generated_admin_password = self.auth.bootstrap(settings.admin_password)
+        self.token = _local_token(self.auth, settings.data_dir / "ingest.token", "local-agent", "ingest")
+        if settings.ingest_token and _configured_token(self.auth, settings.ingest_token, "configured", "ingest"):
+            self.token = settings.ingest_token
+        if settings.metrics_token:
+            _configured_token(self.auth, settings.metrics_token, "configured-metrics", "metrics")
+        self.cli_token = _local_token(self.auth, settings.data_dir / "cli.token", "local-cli", "api", "operator")
+        # `loupe serve --demo` prints a link that signs in as admin, for the demo only (see /auth/link).
+        self.demo_link = secrets.token_urlsafe(24) if settings.demo else None
         self.hub = LiveHub()
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
@@ -111,6 +142,8 @@ class Loupe:
                 if now >= next_checkpoint:
                     next_checkpoint = now + 30
                     self.store.checkpoint()
+                    self.auth.flush_usage()
+                    self.auth.prune_sessions()
                 if now >= next_prune:
                     next_prune = now + 300
                     rep = self.store.prune(int(now), wait=False)
@@ -139,13 +172,17 @@ class Loupe:
         """Run this machine's agent (and the demo NAS) in-process, posting over HTTP like any agent."""
         from loupe_probes.agent import start_in_thread
 
+        # Under TLS the server speaks only HTTPS: its own agents pin its certificate.
+        ca = str(self.settings.tls_cert) if self.settings.tls_cert else None
         _, stop = start_in_thread(
-            server=url, token=self.token, sources=self.settings.local_sources.split(","), state_dir=Path(self.settings.data_dir) / "agent",
+            server=url, token=self.token, sources=self.settings.local_sources.split(","),
+            state_dir=Path(self.settings.data_dir) / "agent", ca_file=ca,
         )
         self.agent_stops.append(stop)
         if demo:
             _, stop = start_in_thread(
                 server=url, token=self.token, sources=["synthetic"], state_dir=Path(self.settings.data_dir) / "demo",
+                ca_file=ca,
                 demo_clients=self.settings.demo_clients, seed=self.settings.demo_seed,
                 backfill=self.settings.demo_backfill,
             )
@@ -159,3 +196,4 @@ class Loupe:
         for t in self._threads:
             t.join(timeout=5)
         self.store.close()
+        self.auth.close()

@@ -34,3 +34,14 @@ def random_nfs_frames(start, seconds, *, seed=1, clients=5, files=8, source="r@h
                          f"/export/f{rnd.randint(1, files)}", n, n * 8192, lat))
         out.append(nfs_frame(ts, rows, source=source, host=host))
     return out
+
+
+ADMIN_PW = "admin-password-for-tests"
+
+
+def sign_in(client, user: str = "admin", password: str = ADMIN_PW) -> dict:
+    """Sign a TestClient in (the session cookie sticks to it) and send the CSRF token on writes."""
+    r = client.post("/api/v1/auth/login", json={"user": user, "password": password})
+    assert r.status_code == 200, r.text
+    client.headers["X-CSRF-Token"] = r.json()["csrf_token"]
+    return r.json()

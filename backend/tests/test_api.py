@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from factories import nfs_frame
+from factories import ADMIN_PW, nfs_frame, sign_in
 from fastapi.testclient import TestClient
 
 from loupe.api.main import create_app
@@ -17,8 +17,10 @@ TOKEN = "test-token"
 
 @pytest.fixture
 def client(tmp_path):
-    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN, max_frame_bytes=200_000))
+    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN, max_frame_bytes=200_000,
+                              admin_password=ADMIN_PW))
     with TestClient(app) as c:
+        sign_in(c)
         yield c
 
 
@@ -157,7 +159,7 @@ def test_worksheets_crud(client):
     r = client.post("/api/v1/worksheets", json=body)
     assert r.status_code == 201, r.text
     ws = r.json()
-    assert ws["owner"] == "local" and ws["statistics"][1]["where"] == {"client": ["10.0.0.7"]}
+    assert ws["owner"] == "admin" and ws["statistics"][1]["where"] == {"client": ["10.0.0.7"]}
     assert [w["id"] for w in client.get("/api/v1/worksheets").json()["worksheets"]] == [ws["id"]]
     body["name"] = "triage 2"
     assert client.put(f"/api/v1/worksheets/{ws['id']}", json=body).json()["name"] == "triage 2"
@@ -227,8 +229,9 @@ def test_ingest_answers_503_naming_the_cause_when_the_log_disk_is_full(tmp_path)
         data = tmp_path / "data"
         data.mkdir()
         os.symlink(small, data / "loupe.duckdb.ingest")
-        app = create_app(Settings(data_dir=data, local_agent=False, ingest_token=TOKEN))
+        app = create_app(Settings(data_dir=data, local_agent=False, ingest_token=TOKEN, admin_password=ADMIN_PW))
         with TestClient(app) as c:
+            sign_in(c)
             now = int(time.time())
             codes = []
             for i in range(400):
@@ -248,14 +251,19 @@ def test_a_generated_ingest_token_is_kept_and_safe_on_a_command_line(tmp_path):
     """A token that began with "-" made `loupe agent --token TOKEN` fail to parse."""
     import re
 
-    from loupe.service import ingest_token
+    from loupe.auth import Auth
+    from loupe.service import _local_token
 
     tokens = set()
     for i in range(50):
         d = tmp_path / str(i)
         d.mkdir()
-        t = ingest_token(Settings(data_dir=d))
-        assert re.fullmatch(r"[0-9a-f]{64}", t) and ingest_token(Settings(data_dir=d)) == t  # kept
+        auth = Auth(d / "auth.sqlite")
+        t = _local_token(auth, d / "ingest.token", "local-agent", "ingest")
+        assert re.fullmatch(r"lp_[A-Za-z0-9_-]{43}", t), t
+        assert _local_token(auth, d / "ingest.token", "local-agent", "ingest") == t  # kept
         assert oct((d / "ingest.token").stat().st_mode & 0o777) == "0o600"
+        assert auth.token(t).scope == "ingest"
         tokens.add(t)
+        auth.close()
     assert len(tokens) == 50

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from factories import ADMIN_PW, sign_in
 from fastapi.testclient import TestClient
 
 from loupe.api.main import create_app
@@ -63,7 +64,7 @@ def test_client_bound_names_small_ios_and_idle_time():
 
 
 def test_the_api_gives_each_client_its_verdict_from_stored_seconds(tmp_path):
-    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token="t"))
+    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token="t", admin_password=ADMIN_PW))
     now = int(time.time())
     # per second: (ops, mean latency): A one in flight, B ten in flight at 100 ms, C two in flight at 2 ms
     clients = {"10.0.0.1": (100, 0.010), "10.0.0.2": (100, 0.100), "10.0.0.3": (1000, 0.002)}
@@ -81,6 +82,7 @@ def test_the_api_gives_each_client_its_verdict_from_stored_seconds(tmp_path):
             dict(dims=dict(client="10.0.0.2", port="2049", direction=d), count=1, bytes=b)
             for d, b in (("in", 6_000_000), ("out", 600_000))]))
     with TestClient(app) as client:
+        sign_in(client)
         r = client.post("/api/v1/ingest", json={"frames": [f.model_dump() for f in frames]},
                         headers={"Authorization": "Bearer t"})
         assert r.status_code == 200, r.text

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from factories import nfs_frame
+from factories import ADMIN_PW, nfs_frame, sign_in
 from fastapi.testclient import TestClient
 
 from loupe.api.main import create_app
@@ -145,8 +145,9 @@ def test_ops_are_checked_on_request():
 # ------------------------------------------------------------------ the API, on a real store
 @pytest.fixture
 def client(tmp_path):
-    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN))
+    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN, admin_password=ADMIN_PW))
     with TestClient(app) as c:
+        sign_in(c)
         yield c
 
 

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from factories import ADMIN_PW, sign_in
 from fastapi.testclient import TestClient
 
 from loupe.api.main import create_app
@@ -13,12 +14,14 @@ TOKEN = "test-token"
 
 
 def make_client(tmp_path):
-    return TestClient(create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN)))
+    return TestClient(create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN,
+                                          admin_password=ADMIN_PW)))
 
 
 @pytest.fixture
 def client(tmp_path):
     with make_client(tmp_path) as c:
+        sign_in(c)
         yield c
 
 
@@ -79,6 +82,7 @@ def bpf_status(state="active", cost=None):
 
 def test_suspend_and_resume_travel_in_ingest_answers_and_survive_restart(tmp_path):
     with make_client(tmp_path) as client:
+        sign_in(client)
         ans = post(client, status=bpf_status())
         assert ans["suspend"] == []
         r = client.post("/api/v1/sources/suspend", json={"agent": "nas1/bpf+procfs", "name": "bpf.disk"})
@@ -97,6 +101,7 @@ def test_suspend_and_resume_travel_in_ingest_answers_and_survive_restart(tmp_pat
         r = client.post("/api/v1/sources/suspend", json={"agent": "x"})
         assert r.status_code == 422
     with make_client(tmp_path) as client:  # a restarted server keeps the request
+        sign_in(client)
         assert post(client, status=bpf_status("suspended"))["suspend"] == ["bpf.disk"]
         r = client.post("/api/v1/sources/resume", json={"agent": "nas1/bpf+procfs", "name": "bpf.disk"})
         assert r.status_code == 200 and r.json()["suspend_requested"] is False

@@ -1,8 +1,14 @@
-// The page frame: header with navigation, sources and the demo label; the page by path.
+// The page frame: sign-in first; then the header with navigation, sources, the demo label and
+// the account corner; the page by path.
+import { useEffect, useState } from 'react'
 import { useSources, useStatus } from './api/hooks'
 import { useLiveState } from './api/live'
+import { useMe, type Me } from './auth/session'
 import { SourcesMenu } from './components/SourcesMenu'
+import { UserMenu } from './components/UserMenu'
+import { AdminPage } from './pages/AdminPage'
 import { ClientPage } from './pages/ClientPage'
+import { LoginPage, signInWithDemoLink } from './pages/LoginPage'
 import { RunsPage, openRuns } from './pages/RunsPage'
 import { SourcesPage, openSources } from './pages/SourcesPage'
 import { StatusPage } from './pages/StatusPage'
@@ -41,12 +47,27 @@ const NAV = [
   { page: 'status', href: '/status', label: 'Status', open: () => navigate('/status') },
   { page: 'sources', href: '/sources', label: 'Sources', open: () => openSources() },
   { page: 'runs', href: '/runs', label: 'Runs', open: () => openRuns() },
+  { page: 'admin', href: '/admin', label: 'Admin', open: () => navigate('/admin'), role: 'admin' },
 ] as const
 
+const PAGES: Record<string, string> = { '/status': 'status', '/sources': 'sources', '/runs': 'runs', '/clients': 'client', '/admin': 'admin' }
+
 export function App() {
+  const [linkDone, setLinkDone] = useState(false)
+  const me = useMe(linkDone)
+  useEffect(() => {
+    signInWithDemoLink().finally(() => setLinkDone(true))
+  }, [])
+  if (!linkDone || me.isPending) return <div className="empty big">Loading…</div>
+  if (me.isError) return <div className="error">Loupe does not answer: {String(me.error.message)}</div>
+  if (!me.data) return <LoginPage />
+  return <Shell me={me.data} />
+}
+
+function Shell({ me }: { me: Me }) {
   const { path } = useLocation()
-  const route = path.replace(/\/+$/, '')
-  const page = route === '/status' ? 'status' : route === '/sources' ? 'sources' : route === '/runs' ? 'runs' : route === '/clients' ? 'client' : 'worksheet'
+  const page = PAGES[path.replace(/\/+$/, '')] ?? 'worksheet'
+  const nav = NAV.filter((n) => !('role' in n) || me.role === n.role)
   return (
     <div className="app">
       <header className="header">
@@ -65,7 +86,7 @@ export function App() {
           Loupe
         </a>
         <nav className="nav">
-          {NAV.map((n) => (
+          {nav.map((n) => (
             <a
               key={n.page}
               href={n.href}
@@ -84,9 +105,22 @@ export function App() {
           <DemoLabel />
           <LiveIndicator />
           <SourcesMenu />
+          <UserMenu me={me} />
         </div>
       </header>
-      {page === 'status' ? <StatusPage /> : page === 'sources' ? <SourcesPage /> : page === 'runs' ? <RunsPage /> : page === 'client' ? <ClientPage /> : <WorksheetPage />}
+      {page === 'status' ? (
+        <StatusPage />
+      ) : page === 'sources' ? (
+        <SourcesPage />
+      ) : page === 'runs' ? (
+        <RunsPage />
+      ) : page === 'client' ? (
+        <ClientPage />
+      ) : page === 'admin' ? (
+        <AdminPage me={me} />
+      ) : (
+        <WorksheetPage />
+      )}
     </div>
   )
 }

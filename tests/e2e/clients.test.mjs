@@ -2,7 +2,7 @@
 // the demo NAS's traffic, and from a reason to the chart behind it.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { demoInBrowser, setupProblem, until } from './server.mjs'
+import { authedFetch, demoInBrowser, setupProblem, until } from './server.mjs'
 
 const skip = setupProblem()
 if (skip) it(`end-to-end client diagnosis (skipped: ${skip})`, { skip }, () => {})
@@ -12,7 +12,7 @@ describe('Loupe client diagnosis in Chromium', { skip: skip ?? false }, () => {
     backfill: 0,
     readyWhat: 'a minute of demo NFS traffic',
     ready: async (base) => {
-      const q = await (await fetch(`${base}/api/v1/query?metric=nfs.ops&start=-20s&end=-2s`)).json()
+      const q = await (await authedFetch(`${base}/api/v1/query?metric=nfs.ops&start=-20s&end=-2s`)).json()
       return q.total.filter((v) => v > 0).length >= 10
     },
   })
@@ -33,7 +33,7 @@ describe('Loupe client diagnosis in Chromium', { skip: skip ?? false }, () => {
     const kind = await verdict.getAttribute('data-verdict')
     assert.ok(['network-bound', 'client-bound', 'server-latency-bound', 'healthy'].includes(kind), kind)
     // the facts agree with the API's, and every reason has a chart
-    const api = await (await fetch(`${t.server.base}/api/v1/clients/${client}/diagnosis?start=-1m&end=-2s`)).json()
+    const api = await (await authedFetch(`${t.server.base}/api/v1/clients/${client}/diagnosis?start=-1m&end=-2s`)).json()
     assert.equal(api.verdict, kind)
     assert.ok((await t.page.getByTestId('client-reason').count()) >= 1)
     assert.ok((await t.page.getByTestId('client-op').count()) >= 1)

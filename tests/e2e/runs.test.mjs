@@ -2,13 +2,13 @@
 // import the clients' own results (one of them forged 30 % high), and read the verdict.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { demoInBrowser, setupProblem, until } from './server.mjs'
+import { authedFetch, demoInBrowser, setupProblem, until } from './server.mjs'
 
 const skip = setupProblem()
 if (skip) it(`end-to-end runs page (skipped: ${skip})`, { skip }, () => {})
 
 async function api(base, path, init) {
-  const r = await fetch(base + path, init)
+  const r = await authedFetch(base + path, init)
   const body = await r.json()
   assert.ok(r.ok, `${path}: ${r.status} ${JSON.stringify(body)}`)
   return body
@@ -19,7 +19,7 @@ describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
     backfill: 0,
     readyWhat: 'demo NFS traffic',
     ready: async (base) => {
-      const q = await (await fetch(`${base}/api/v1/query?metric=nfs.bytes&by=client&start=-10s&end=now`)).json()
+      const q = await (await authedFetch(`${base}/api/v1/query?metric=nfs.bytes&by=client&start=-10s&end=now`)).json()
       return q.elements >= 3
     },
   })
@@ -105,7 +105,7 @@ describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
     assert.equal(ca.creates_agreement_pct, (100 * ca.wire.create_ops) / 1234)
 
     // The same report as CSV, and the run's window in the worksheet.
-    const csv = await (await fetch(t.server.base + (await t.page.getByTestId('run-csv').getAttribute('href')))).text()
+    const csv = await (await authedFetch(t.server.base + (await t.page.getByTestId('run-csv').getAttribute('href')))).text()
     assert.match(csv.split('\n')[0], /^client,reported_bytes,wire_bytes/)
     await t.page.getByTestId('run-worksheet').click()
     await until('the worksheet', async () => new URL(t.page.url()).pathname === '/')

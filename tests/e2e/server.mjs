@@ -1,6 +1,6 @@
 // Start the real Loupe backend (with its demo NAS) for a test, and always stop it by PID.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -42,9 +42,30 @@ export async function until(what, fn, ms = 30_000, every = 250) {
   throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last.message}` : ''}`)
 }
 
+/** The admin password every test server starts with (LOUPE_ADMIN_PASSWORD on first start). */
+export const ADMIN_PASSWORD = 'e2e-admin-password'
+
+// Per server origin: the operator token it keeps for programs on its machine (DATA_DIR/cli.token).
+const apiTokens = new Map()
+
+/** fetch() as a script on the server's machine would: with its api token, unless the call brings its own. */
+export function authedFetch(url, init = {}) {
+  const token = apiTokens.get(new URL(url).origin)
+  const headers = new Headers(init.headers)
+  if (token && !headers.has('authorization')) headers.set('authorization', `Bearer ${token}`)
+  return fetch(url, { ...init, headers })
+}
+
+/** Sign the page's browser context in (the session cookie is shared with every page of it). */
+export async function signIn(page, server, user = 'admin', password = ADMIN_PASSWORD) {
+  const r = await page.request.post(`${server.base}/api/v1/auth/login`, { data: { user, password } })
+  if (!r.ok()) throw new Error(`sign-in as ${user}: ${r.status()} ${await r.text()}`)
+  return r.json()
+}
+
 /** The default readiness: the demo backfills oldest first; wait until it has caught up with the last minute. */
 async function demoTrafficLastMinute(base) {
-  const r = await fetch(`${base}/api/v1/query?metric=nfs.ops&start=-1m&end=now`)
+  const r = await authedFetch(`${base}/api/v1/query?metric=nfs.ops&start=-1m&end=now`)
   const q = await r.json()
   return r.ok && q.total.filter((v) => v > 0).length >= 50
 }
@@ -64,7 +85,8 @@ export async function startLoupe({
   const dataDir = mkdtempSync(join(tmpdir(), 'loupe-e2e-'))
   const base = `http://127.0.0.1:${port}`
   const args = ['serve', '--demo', '--port', String(port), '--data-dir', dataDir, '--demo-backfill', String(backfill)]
-  const proc = spawn(loupeBin, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] })
+  const env = { ...process.env, LOUPE_ADMIN_PASSWORD: ADMIN_PASSWORD }
+  const proc = spawn(loupeBin, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env })
   let log = ''
   const keep = (b) => {
     log = (log + b.toString()).slice(-20_000)
@@ -112,6 +134,7 @@ export async function startLoupe({
       },
       30_000,
     )
+    apiTokens.set(base, readFileSync(join(dataDir, 'cli.token'), 'utf8').trim())
     await until(
       readyWhat,
       async () => {
@@ -154,6 +177,7 @@ export function demoInBrowser(options, viewport = { width: 1280, height: 900 }) 
     const { launch, newPage } = await import('./browser.mjs')
     ctx.browser = await launch()
     ctx.page = await newPage(ctx.browser, viewport, ctx.consoleErrors)
+    await signIn(ctx.page, ctx.server)
   })
   after(async () => {
     await ctx.browser?.close().catch(() => {})

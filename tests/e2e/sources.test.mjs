@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { launch } from './browser.mjs'
-import { repoRoot, setupProblem, startLoupe, until } from './server.mjs'
+import { authedFetch, repoRoot, setupProblem, signIn, startLoupe, until } from './server.mjs'
 
 const shots = join(repoRoot, 'tests/artifacts/e2e')
 
@@ -55,7 +55,7 @@ function fakeAgent(base, token) {
           { name: FLAKY, host: 'e2e-host', families: ['cpu'], state: 'active', reason: '', suspendable: agent.flakySuspendable },
         ],
       }
-      const r = await fetch(`${base}/api/v1/ingest`, {
+      const r = await authedFetch(`${base}/api/v1/ingest`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
         body: JSON.stringify(body),
@@ -74,7 +74,7 @@ function fakeAgent(base, token) {
 }
 
 async function apiSources(base) {
-  const r = await fetch(`${base}/api/v1/sources`)
+  const r = await authedFetch(`${base}/api/v1/sources`)
   assert.equal(r.status, 200)
   return r.json()
 }
@@ -98,12 +98,13 @@ describe('Loupe sources page in Chromium', { skip: skip ?? false }, () => {
       readyMs: 150_000,
       readyWhat: 'the demo and local agents in /api/v1/sources',
       ready: async (base) => {
-        const l = await (await fetch(`${base}/api/v1/sources`)).json()
+        const l = await (await authedFetch(`${base}/api/v1/sources`)).json()
         return l.sources?.some((s) => s.demo) && l.sources.some((s) => !s.demo)
       },
     })
     browser = await launch()
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+    await signIn(page, server)
     page.setDefaultTimeout(15_000)
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
     page.on('pageerror', (e) => consoleErrors.push(String(e)))

@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { launch, newPage } from './browser.mjs'
-import { repoRoot, setupProblem, startLoupe, until } from './server.mjs'
+import { authedFetch, repoRoot, setupProblem, signIn, startLoupe, until } from './server.mjs'
 
 const shots = join(repoRoot, 'tests/artifacts/e2e')
 
@@ -24,6 +24,7 @@ describe('Loupe worksheet in Chromium', { skip: skip ?? false }, () => {
     server = await startLoupe()
     browser = await launch()
     page = await newPage(browser, { width: 1280, height: 800 }, consoleErrors)
+    await signIn(page, server)
   })
 
   after(async () => {
@@ -127,7 +128,7 @@ describe('Loupe worksheet in Chromium', { skip: skip ?? false }, () => {
     await page.evaluate(() => window.scrollTo(0, 0))
     await shot('05-reloaded')
 
-    const saved = await (await fetch(`${server.base}/api/v1/worksheets`)).json()
+    const saved = await (await authedFetch(`${server.base}/api/v1/worksheets`)).json()
     assert.deepEqual(saved.worksheets.map((w) => w.name), ['e2e drill-down'])
     assert.equal(saved.worksheets[0].statistics.length, 3)
   })

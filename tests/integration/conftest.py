@@ -12,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loupe_probes.transport import tls_context
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -24,29 +26,37 @@ def free_port() -> int:
 class Server:
     def __init__(self, data_dir: Path, *args: str, env: dict | None = None):
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        cert = (env or {}).get("LOUPE_TLS_CERT")
+        self.base = f"{'https' if cert else 'http'}://127.0.0.1:{self.port}"
+        # Under TLS, trust exactly the server's certificate, as its own agents do.
+        self.verify = tls_context(cert) if cert else True
         self.log = open(data_dir.parent / f"serve-{self.port}.log", "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "loupe.cli", "serve", "--data-dir", str(data_dir), "--port", str(self.port), *args],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=ROOT,
         )
+        self.data_dir = data_dir
         deadline = time.time() + 30
         while time.time() < deadline:
             assert self.proc.poll() is None, Path(self.log.name).read_text()
             try:
-                if httpx.get(self.base + "/healthz", timeout=1).status_code == 200:
-                    return
+                if httpx.get(self.base + "/healthz", timeout=1, verify=self.verify).status_code == 200:
+                    break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        raise AssertionError("server did not answer /healthz in 30 s")
+        else:
+            raise AssertionError("server did not answer /healthz in 30 s")
+        # The operator token the server keeps for `loupe run` on its own machine: reads and runs.
+        self.http = httpx.Client(base_url=self.base, timeout=10, verify=self.verify, headers={
+            "Authorization": f"Bearer {(data_dir / 'cli.token').read_text().strip()}"})
 
     def post(self, path, body, expect=200):
-        r = httpx.post(self.base + path, json=body, timeout=10)
+        r = self.http.post(path, json=body)
         assert r.status_code == expect, r.text
         return r.json()
 
     def get(self, path, **params):
-        r = httpx.get(self.base + path, params=params, timeout=10)
+        r = self.http.get(path, params=params)
         assert r.status_code == 200, r.text
         return r.json()
 
@@ -67,6 +77,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        self.http.close()
         self.log.close()
 
 

@@ -61,7 +61,7 @@ def test_serve_runs_bpf_disk_and_procfs_stands_by(server_factory):
     assert {"runs_per_s", "bpf_cpu_pct", "ns_per_run", "map_fill", "dropped_total"} <= set(cost)
     ag = s.get("/api/v1/sources")["agents"]
     assert any(a["agent"] == agent and a["rss_bytes"] > 0 and a["in_process"] for a in ag), ag
-    text = httpx.get(s.base + "/metrics").text
+    text = s.http.get("/metrics").text
     assert f'loupe_source_runs_per_s{{agent="{agent}",source="bpf.disk"}}' in text
 
     s.post("/api/v1/sources/suspend", {"agent": agent, "name": "bpf.disk"})

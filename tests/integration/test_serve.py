@@ -3,9 +3,11 @@ the demo NAS, and a kill -9 restart. Servers are started and stopped by PID."""
 
 import os
 import signal
+import subprocess
 import time
 
 import httpx
+import pytest
 
 
 
@@ -75,3 +77,31 @@ def test_kill_9_restart_keeps_acknowledged_data(server_factory, tmp_path):
     fr = {"source": "k@h", "seq": 5, "ts": now - 56, "family": "nfs", "host": "h", "rows": [{"count": 99}]}
     r = httpx.post(s2.base + "/api/v1/ingest", json={"frames": [fr]}, headers={"Authorization": "Bearer t"})
     assert r.json()["duplicates"] == 1
+
+
+def test_serve_over_tls_with_its_own_agents_and_secure_cookies(server_factory, tmp_path):
+    """LOUPE_TLS_CERT/KEY: HTTPS only, Secure cookies and HSTS, and the in-process agents pin the
+    server's self-signed certificate (whose name is not 127.0.0.1) to deliver."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=nas.example", "-keyout", str(key), "-out", str(cert)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    s = server_factory("--demo", "--demo-backfill", "0", env={
+        "LOUPE_TLS_CERT": str(cert), "LOUPE_TLS_KEY": str(key), "LOUPE_ADMIN_PASSWORD": "tls-admin-password",
+        "LOUPE_LOCAL_SOURCES": "procfs"})
+    assert s.base.startswith("https://")
+    # the demo agent's frames arrive over HTTPS
+    s.wait_for(lambda: sum(s.get("/api/v1/query", metric="nfs.ops", start="-30s", step=1)["total"]) > 0,
+               timeout=60, what="demo NFS traffic over TLS")
+    assert s.wait_for(lambda: _active(s, "cpu"), what="procfs over TLS")
+    login = httpx.post(s.base + "/api/v1/auth/login", json={"user": "admin", "password": "tls-admin-password"},
+                       verify=s.verify)
+    assert login.status_code == 200
+    assert "secure" in login.headers["set-cookie"].lower()
+    assert login.headers["strict-transport-security"].startswith("max-age=")
+    # plain HTTP on the same port gets no answer, and the system CAs do not trust this certificate
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(s.base.replace("https://", "http://") + "/healthz", timeout=5)
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(s.base + "/healthz", timeout=5)

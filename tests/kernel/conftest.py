@@ -80,11 +80,14 @@ class LoupeServer:
                 self.stop()
                 raise RuntimeError(f"loupe serve did not answer /healthz:\n{self.log_path.read_text()}")
             time.sleep(0.2)
+        # The operator token the server keeps for programs on its machine; the guest's scripts use it too.
+        self.api_token = (data_dir / "cli.token").read_text().strip()
 
     def get(self, path: str, **params):
         import httpx
 
-        r = httpx.get(self.base + path, params=params, timeout=10)
+        r = httpx.get(self.base + path, params=params, timeout=10,
+                      headers={"Authorization": f"Bearer {self.api_token}"})
         r.raise_for_status()
         return r.json()
 

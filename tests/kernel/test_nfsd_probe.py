@@ -32,12 +32,12 @@ modprobe nfsd
 python3 -m loupe_probes.agent --server {url} --token={token} --sources bpf.nfsd --host {host} \\
     > /job/agent.log 2>&1 &
 echo $! > /tmp/loupe-agent.pid
-python3 - {url} <<'EOF' > /job/agent-ready.log 2>&1
+python3 - {url} {api_token} <<'EOF' > /job/agent-ready.log 2>&1
 import json, sys, time, httpx
 deadline = time.monotonic() + 180
 while time.monotonic() < deadline:
     try:
-        up = [s for s in httpx.get(sys.argv[1] + "/api/v1/sources", timeout=5).json()["sources"]
+        up = [s for s in httpx.get(sys.argv[1] + "/api/v1/sources", timeout=5, headers=dict(Authorization="Bearer " + sys.argv[2])).json()["sources"]
               if s["name"] == "bpf.nfsd" and s["state"] == "active"]
         if up:
             print("ready", json.dumps(up[0])); break
@@ -49,10 +49,10 @@ EOF
 # Stop the agent once it has delivered three more seconds after the clients
 # finished, with nothing queued: a loaded TCG guest may run seconds behind.
 STOP_AGENT = """
-python3 - {url} <<'EOF' > /job/agent-drained.log 2>&1
+python3 - {url} {api_token} <<'EOF' > /job/agent-drained.log 2>&1
 import sys, time, httpx
 def agent():
-    a = [a for a in httpx.get(sys.argv[1] + "/api/v1/sources", timeout=5).json()["agents"]]
+    a = [a for a in httpx.get(sys.argv[1] + "/api/v1/sources", timeout=5, headers=dict(Authorization="Bearer " + sys.argv[2])).json()["agents"]]
     return a[0] if a else None
 first = agent()["last_seen"]
 deadline = time.monotonic() + 90
@@ -86,8 +86,9 @@ def run(knfsd_guest, loupe_server, tmp_path_factory):
     err = build_objects()
     if err:
         pytest.skip(err) if "not installed" in err else pytest.fail(err)
-    start = START_AGENT.format(url=loupe_server.guest_url, token=loupe_server.token, host=GUEST_HOST)
-    stop = STOP_AGENT.format(url=loupe_server.guest_url)
+    start = START_AGENT.format(url=loupe_server.guest_url, token=loupe_server.token, host=GUEST_HOST,
+                              api_token=loupe_server.api_token)
+    stop = STOP_AGENT.format(url=loupe_server.guest_url, api_token=loupe_server.api_token)
     sc = knfsd_guest(job_dir=tmp_path_factory.mktemp("nfsd-probe"), before=start, after=stop + RENAME_CHECK)
     sc.run.check()
     sc.server = loupe_server

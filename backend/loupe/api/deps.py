@@ -6,8 +6,10 @@ import hmac
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Header, HTTPException, Query, Request
+from fastapi import Depends, HTTPException, Query, Request
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
+from ..auth import Auth, Principal
 from ..query import parse_statistic, window_for
 from ..service import Loupe
 from ..store.base import Statistic, Store
@@ -28,16 +30,88 @@ def get_store(loupe: LoupeDep) -> Store:
 StoreDep = Annotated[Store, Depends(get_store)]
 
 
-def require_ingest_token(loupe: LoupeDep, authorization: Annotated[str | None, Header()] = None) -> None:
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer <ingest token>'",
-                            headers={"WWW-Authenticate": "Bearer"})
-    if not hmac.compare_digest(token.strip().encode(), loupe.token.encode()):
-        raise HTTPException(401, "invalid ingest token", headers={"WWW-Authenticate": "Bearer"})
+SESSION_COOKIE = "loupe_session"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+bearer_scheme = HTTPBearer(auto_error=False, description="A token: api (scripts), ingest (agents) or metrics")
+session_scheme = APIKeyCookie(name=SESSION_COOKIE, auto_error=False, description="Session from POST /auth/login")
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
+SessionCookieDep = Annotated[str | None, Depends(session_scheme)]
 
 
-IngestAuth = Depends(require_ingest_token)
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "-"
+
+
+def authenticate(auth: Auth, bearer: str | None, session: str | None) -> Principal | None:
+    """A bearer token wins over a cookie: scripts may hold both."""
+    if bearer:
+        p = auth.principal_for_token(bearer)
+        if p is None:
+            raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
+        return p
+    return auth.session(session) if session else None
+
+
+def get_principal(request: Request, loupe: LoupeDep, bearer: BearerDep, session: SessionCookieDep) -> Principal | None:
+    p = authenticate(loupe.auth, bearer.credentials if bearer else None, session)
+    request.state.principal = p
+    return p
+
+
+OptionalPrincipalDep = Annotated[Principal | None, Depends(get_principal)]
+
+
+def require(role: str):
+    """A dependency that lets `role` and the roles above it through, and checks CSRF on sessions."""
+
+    def dependency(request: Request, p: OptionalPrincipalDep) -> Principal:
+        if p is None:
+            raise HTTPException(401, "sign in first: POST /api/v1/auth/login, or send 'Authorization: Bearer "
+                                     "<api token>'", headers={"WWW-Authenticate": "Bearer"})
+        if p.role is None:
+            raise HTTPException(403, f"this token is scoped to {p.scope} only")
+        if not p.allows(role):
+            raise HTTPException(403, f"needs the {role} role; {p.name} is {p.role}")
+        if p.via == "session" and request.method not in SAFE_METHODS:
+            sent = request.headers.get(CSRF_HEADER, "")
+            if not (sent and p.csrf and hmac.compare_digest(sent.encode(), p.csrf.encode())):
+                raise HTTPException(403, f"missing or wrong {CSRF_HEADER} header (GET /api/v1/auth/me returns it)")
+        return p
+
+    dependency.__name__ = f"require_{role}"
+    return dependency
+
+
+require_viewer, require_operator, require_admin = require("viewer"), require("operator"), require("admin")
+ViewerDep = Annotated[Principal, Depends(require_viewer)]
+OperatorDep = Annotated[Principal, Depends(require_operator)]
+AdminDep = Annotated[Principal, Depends(require_admin)]
+ViewerAuth, OperatorAuth, AdminAuth = Depends(require_viewer), Depends(require_operator), Depends(require_admin)
+
+
+def require_scope(scope: str):
+    """Bearer tokens of one scope (ingest: agents; metrics: scrapers). Metrics also admits signed-in users."""
+
+    def dependency(request: Request, loupe: LoupeDep, bearer: BearerDep, session: SessionCookieDep) -> Principal:
+        if bearer is None and not (scope == "metrics" and session):
+            raise HTTPException(401, f"missing bearer token: send 'Authorization: Bearer <{scope} token>'",
+                                headers={"WWW-Authenticate": "Bearer"})
+        p = authenticate(loupe.auth, bearer.credentials if bearer else None, session)
+        if p is None:
+            raise HTTPException(401, "session expired: sign in again")
+        if p.scope != scope and not (scope == "metrics" and p.role is not None):
+            raise HTTPException(403, f"this token is scoped to {p.scope}; {request.url.path} needs a {scope} token")
+        request.state.principal = p
+        return p
+
+    dependency.__name__ = f"require_{scope}_token"
+    return dependency
+
+
+IngestAuth = Depends(require_scope("ingest"))
+MetricsAuth = Depends(require_scope("metrics"))
 
 
 def get_statistic(
@@ -77,3 +151,9 @@ def get_window(loupe: LoupeDep, r: RangeDep) -> Window:
 
 WindowDep = Annotated[Window, Depends(get_window)]
 TopDep = Annotated[int, Query(ge=1, le=1000, description="Elements returned; the rest sum into other")]
+
+
+def audit(request: Request, action: str, target: str = "", detail: str = "") -> None:
+    """Record a state change by whoever this request authenticated as."""
+    p = getattr(request.state, "principal", None)
+    request.app.state.loupe.auth.audit(p.name if p else "-", action, target, detail, client_address(request))

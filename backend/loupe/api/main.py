@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry
@@ -20,20 +21,59 @@ from ..config import Settings
 from ..query import QueryError
 from ..service import Loupe
 from ..store.base import StoreUnavailable
-from .routes import clients, ingest, live, metrics, prom, query, runs, sources, status, worksheets
+from .deps import ViewerAuth
+from .routes import (
+    audit, auth, clients, ingest, live, metrics, prom, query, runs, sources, status, tokens, users, worksheets,
+)
 
 log = logging.getLogger("loupe")
 
 api = APIRouter(prefix="/api/v1")
-api.include_router(metrics.router)
-api.include_router(query.router)
+# Every route is signed-in-only (viewer and up) unless it says otherwise: auth (login is
+# open), ingest (agent tokens), live (checks its own handshake); writes add operator or admin.
+api.include_router(auth.router)
+api.include_router(metrics.router, dependencies=[ViewerAuth])
+api.include_router(query.router, dependencies=[ViewerAuth])
 api.include_router(ingest.router)
-api.include_router(sources.router)
-api.include_router(status.router)
-api.include_router(worksheets.router)
-api.include_router(runs.router)
-api.include_router(clients.router)
+api.include_router(sources.router, dependencies=[ViewerAuth])
+api.include_router(status.router, dependencies=[ViewerAuth])
+api.include_router(worksheets.router, dependencies=[ViewerAuth])
+api.include_router(runs.router, dependencies=[ViewerAuth])
+api.include_router(clients.router, dependencies=[ViewerAuth])
 api.include_router(live.router)
+api.include_router(users.router)
+api.include_router(tokens.router)
+api.include_router(audit.router)
+
+# The built UI loads only its own files: no inline script, no other origin.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'")
+
+
+class SecurityHeaders:
+    """Set the security headers on every HTTP response (HSTS only under TLS)."""
+
+    def __init__(self, app: ASGIApp, tls: bool) -> None:
+        self.app = app
+        self.headers = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                        (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer"),
+                        (b"cross-origin-opener-policy", b"same-origin"),
+                        (b"permissions-policy", b"camera=(), microphone=(), geolocation=()")]
+        if tls:
+            self.headers.append((b"strict-transport-security", b"max-age=31536000"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(msg: dict) -> None:
+            if msg["type"] == "http.response.start":
+                have = {k.lower() for k, _ in msg.get("headers", [])}
+                msg["headers"] = list(msg.get("headers", [])) + [h for h in self.headers if h[0] not in have]
+            await send(msg)
+
+        await self.app(scope, receive, with_headers)
 
 
 class BodyLimit:
@@ -72,6 +112,21 @@ class _TooLarge(Exception):
     pass
 
 
+def base_url(settings: Settings) -> str:
+    shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    return f"{'https' if settings.tls_cert else 'http'}://{shown}:{settings.port}"
+
+
+def _announce(settings: Settings, loupe: Loupe) -> None:
+    """Say once what a person needs to sign in: a generated admin password, the demo's link."""
+    if loupe.generated_admin_password:
+        print(f"\n  First start: created user 'admin' with password  {loupe.generated_admin_password}\n"
+              "  It is shown only now and stored hashed. Change it under Admin once signed in, or set\n"
+              "  LOUPE_ADMIN_PASSWORD before the first start to choose it.\n", flush=True)
+    if loupe.demo_link:
+        print(f"  Demo: sign in as admin with one click: {base_url(settings)}/?login={loupe.demo_link}\n", flush=True)
+
+
 def _static_dir(settings: Settings) -> Path:
     return settings.static_dir or Path(__file__).resolve().parent.parent / "static"
 
@@ -86,10 +141,12 @@ def create_app(settings: Settings | None = None, *, start_agent: bool | None = N
         loupe.registry.register(loupe.telemetry)
         loupe.hub.attach(asyncio.get_running_loop())
         app.state.loupe = loupe
+        _announce(settings, loupe)
         loupe.start_background()
         run_agent = settings.local_agent if start_agent is None else start_agent
         if run_agent:
-            loupe.start_local_agent(f"http://127.0.0.1:{settings.port}", demo=settings.demo)
+            scheme = "https" if settings.tls_cert else "http"
+            loupe.start_local_agent(f"{scheme}://127.0.0.1:{settings.port}", demo=settings.demo)
         try:
             yield
         finally:
@@ -101,6 +158,11 @@ def create_app(settings: Settings | None = None, *, start_agent: bool | None = N
         openapi_url="/api/openapi.json", docs_url="/api/docs", redoc_url=None,
     )
     app.add_middleware(BodyLimit, limit=settings.max_frame_bytes)
+    app.add_middleware(SecurityHeaders, tls=settings.tls_cert is not None)
+    if settings.cors_origins:  # closed unless configured: the UI is served from the same origin
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_credentials=True,
+                           allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type", "X-CSRF-Token"])
 
     @app.exception_handler(QueryError)
     @app.exception_handler(CatalogError)

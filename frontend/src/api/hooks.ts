@@ -5,6 +5,7 @@ import { runAnnotations, type Annotation } from '../charts/annotations/transform
 import { withSource, type Action } from '../lib/sources'
 import type { Statistic, WorksheetState } from '../state/url'
 import { apiRange, rangeSeconds } from '../state/url'
+import { csrfHeaders } from '../auth/session'
 import { ApiError, api, unwrap, type Schemas, type SourceList } from './client'
 
 /** where {client: [a, b]} -> ["client=a,b"], the API's repeatable filter parameter. */
@@ -223,7 +224,11 @@ export function useDeleteRun() {
 export function useImportResults() {
   return useRunMutation(async ({ id, request }: { id: string; request: { csv: string } | { body: Schemas['RunResultsImport'] } }) => {
     if ('csv' in request) {
-      const r = await fetch(`/api/v1/runs/${encodeURIComponent(id)}/results.csv`, { method: 'POST', headers: { 'content-type': 'text/csv' }, body: request.csv })
+      const r = await fetch(`/api/v1/runs/${encodeURIComponent(id)}/results.csv`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/csv', ...csrfHeaders() },
+        body: request.csv,
+      })
       const body = await r.json().catch(() => ({}))
       if (!r.ok) throw new ApiError(typeof body.detail === 'string' ? body.detail : `${r.status} ${r.statusText}`, r.status)
       return body

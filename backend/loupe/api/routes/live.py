@@ -3,12 +3,15 @@
 import asyncio
 import logging
 
-from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect
 from fastapi.concurrency import run_in_threadpool
 
 from ...catalog import HISTOGRAMS
 from ...live import Subscriber
 from ...query import QueryError, parse_statistic
+from ..deps import SESSION_COOKIE, authenticate
 
 router = APIRouter(tags=["live"])
 log = logging.getLogger("loupe.live")
@@ -31,9 +34,31 @@ def _subscription(msg: dict):
     return stat, keys
 
 
+def _refusal(ws: WebSocket, loupe) -> str | None:
+    """Why this handshake may not open (None: it may). Browsers send cookies on cross-site
+    WebSocket handshakes regardless of CORS, so a browser's Origin must be this host."""
+    origin = ws.headers.get("origin")
+    if origin and urlsplit(origin).netloc != ws.headers.get("host", ""):
+        return f"origin {origin} is not this server"
+    scheme, _, token = ws.headers.get("authorization", "").partition(" ")
+    try:
+        p = authenticate(loupe.auth, token if scheme.lower() == "bearer" else None, ws.cookies.get(SESSION_COOKIE))
+    except HTTPException as e:
+        return str(e.detail)
+    if p is None:
+        return "sign in first"
+    return None if p.allows("viewer") else f"this token is scoped to {p.scope} only"
+
+
 @router.websocket("/live")
 async def live(ws: WebSocket) -> None:
     loupe = ws.app.state.loupe
+    why = _refusal(ws, loupe)
+    if why:
+        # Policy violation before accept: the handshake gets HTTP 403.
+        log.info("live connection refused: %s", why)
+        await ws.close(code=1008, reason=why)
+        return
     await ws.accept()
     sub = Subscriber()
     subs: dict[str, tuple] = {}

@@ -11,7 +11,7 @@ from ...models import (
 )
 from ...query import QueryError
 from ...runs import ClientResult, ResultsError, build_report, observe, parse_csv, parse_fio, parse_simple, report_csv
-from ..deps import LoupeDep, StoreDep
+from ..deps import AdminAuth, LoupeDep, OperatorAuth, StoreDep, audit
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 NOT_FOUND = {404: {"description": "No such run"}}
@@ -42,14 +42,16 @@ def list_runs(store: StoreDep) -> RunList:
     return RunList(runs=[_public(r) for r in store.run_list()])
 
 
-@router.post("", response_model=RunPublic, status_code=201, summary="Start a run (mark its beginning)")
-def start_run(body: RunCreate, store: StoreDep) -> RunPublic:
+@router.post("", response_model=RunPublic, status_code=201, summary="Start a run (mark its beginning)",
+             dependencies=[OperatorAuth])
+def start_run(body: RunCreate, store: StoreDep, request: Request) -> RunPublic:
     now = time.time()
     start = now if body.start is None else body.start
     if start > now + 60:
         raise QueryError(f"start {start:.0f} is in the future (server time {now:.0f})")
     rid = uuid.uuid4().hex[:12]
     row = dict(id=rid, name=body.name, start=start, end=None, created=now)
+    audit(request, "run.start", rid, body.name)
     return _save(store, row, dict(host=body.host, command=body.command, results=[]))
 
 
@@ -58,8 +60,9 @@ def get_run(run_id: str, store: StoreDep) -> RunPublic:
     return _public(_get(store, run_id))
 
 
-@router.post("/{run_id}/stop", response_model=RunPublic, responses=NOT_FOUND, summary="End a run")
-def stop_run(run_id: str, body: RunStop, store: StoreDep) -> RunPublic:
+@router.post("/{run_id}/stop", response_model=RunPublic, responses=NOT_FOUND, summary="End a run",
+             dependencies=[OperatorAuth])
+def stop_run(run_id: str, body: RunStop, store: StoreDep, request: Request) -> RunPublic:
     row = _get(store, run_id)
     if row["end"] is not None:
         raise HTTPException(409, f"run {run_id!r} already ended at {row['end']:.0f}")
@@ -68,6 +71,7 @@ def stop_run(run_id: str, body: RunStop, store: StoreDep) -> RunPublic:
         raise QueryError(f"end {end:.0f} is not after the run's start {row['start']:.0f}")
     spec = json.loads(row["spec"])
     spec["exit_code"] = body.exit_code
+    audit(request, "run.stop", run_id, row["name"])
     return _save(store, dict(row, end=end), spec)
 
 
@@ -81,8 +85,8 @@ def _merge(store, row: dict, results: list[ClientResult]) -> RunPublic:
 
 
 @router.post("/{run_id}/results", response_model=RunPublic, responses=NOT_FOUND,
-             summary="Import the clients' own results (fio JSON, or per-client numbers)")
-def import_results(run_id: str, body: RunResultsImport, store: StoreDep) -> RunPublic:
+             summary="Import the clients' own results (fio JSON, or per-client numbers)", dependencies=[OperatorAuth])
+def import_results(run_id: str, body: RunResultsImport, store: StoreDep, request: Request) -> RunPublic:
     row = _get(store, run_id)
     try:
         if body.format == "fio":
@@ -95,13 +99,15 @@ def import_results(run_id: str, body: RunResultsImport, store: StoreDep) -> RunP
             results = parse_simple(body.clients)
     except ResultsError as e:
         raise QueryError(str(e)) from None
+    audit(request, "run.results", run_id, f"{len(results)} clients ({body.format})")
     return _merge(store, row, results)
 
 
 @router.post("/{run_id}/results.csv", response_model=RunPublic, responses=NOT_FOUND,
              summary="Import the clients' own results as CSV: "
                      "client,read_bytes,write_bytes,read_ops,write_ops[,create_ops,runtime]",
-             openapi_extra={"requestBody": {"required": True, "content": {"text/csv": {"schema": {"type": "string"}}}}})
+             openapi_extra={"requestBody": {"required": True, "content": {"text/csv": {"schema": {"type": "string"}}}}},
+             dependencies=[OperatorAuth])
 async def import_results_csv(run_id: str, request: Request, store: StoreDep) -> RunPublic:
     row = _get(store, run_id)
     try:
@@ -112,6 +118,7 @@ async def import_results_csv(run_id: str, request: Request, store: StoreDep) -> 
         results = parse_csv(text)
     except ResultsError as e:
         raise QueryError(str(e)) from None
+    audit(request, "run.results", run_id, f"{len(results)} clients (csv)")
     return _merge(store, row, results)
 
 
@@ -137,8 +144,10 @@ def run_report(
     return RunReport(run=_public(row), notes=notes, **rep)
 
 
-@router.delete("/{run_id}", status_code=204, responses=NOT_FOUND)
-def delete_run(run_id: str, store: StoreDep) -> Response:
+@router.delete("/{run_id}", status_code=204, responses=NOT_FOUND, summary="Delete a run and its results (admin)",
+               dependencies=[AdminAuth])
+def delete_run(run_id: str, store: StoreDep, request: Request) -> Response:
     if not store.run_delete(run_id):
         raise HTTPException(404, f"no run {run_id!r}")
+    audit(request, "run.delete", run_id)
     return Response(status_code=204)

@@ -1,10 +1,10 @@
 import time
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 
 from ...catalog import FAMILIES
 from ...models import AgentPublic, SourceControlRequest, SourceList, SourcePublic
-from ..deps import LoupeDep, StoreDep
+from ..deps import LoupeDep, OperatorDep, StoreDep, audit
 
 router = APIRouter(tags=["sources"])
 STALE_AFTER = 15.0
@@ -53,14 +53,20 @@ def _control(req: SourceControlRequest, store, loupe, suspend: bool) -> SourcePu
 @router.post("/sources/suspend", response_model=SourcePublic,
              summary="Suspend a probe: its agent detaches it within a second or two",
              responses={404: {"description": "No such agent/source"}, 409: {"description": "Not suspendable"}})
-def suspend(req: SourceControlRequest, store: StoreDep, loupe: LoupeDep) -> SourcePublic:
-    return _control(req, store, loupe, True)
+def suspend(req: SourceControlRequest, store: StoreDep, loupe: LoupeDep, _: OperatorDep, request: Request
+            ) -> SourcePublic:
+    out = _control(req, store, loupe, True)
+    audit(request, "source.suspend", f"{req.agent}:{req.name}")
+    return out
 
 
 @router.post("/sources/resume", response_model=SourcePublic, summary="Resume a suspended probe",
              responses={404: {"description": "No such agent/source"}, 409: {"description": "Not suspendable"}})
-def resume(req: SourceControlRequest, store: StoreDep, loupe: LoupeDep) -> SourcePublic:
-    return _control(req, store, loupe, False)
+def resume(req: SourceControlRequest, store: StoreDep, loupe: LoupeDep, _: OperatorDep, request: Request
+           ) -> SourcePublic:
+    out = _control(req, store, loupe, False)
+    audit(request, "source.resume", f"{req.agent}:{req.name}")
+    return out
 
 
 # Why a family can be empty: what would feed it.

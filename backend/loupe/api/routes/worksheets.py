@@ -2,15 +2,14 @@ import json
 import time
 import uuid
 
-from fastapi import APIRouter, HTTPException, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 
 from ...catalog import CatalogError, check_dim, metric
 from ...models import WorksheetCreate, WorksheetList, WorksheetPublic, WorksheetUpdate
 from ...query import QueryError, parse_statistic
-from ..deps import StoreDep
+from ..deps import OperatorDep, StoreDep, audit
 
 router = APIRouter(prefix="/worksheets", tags=["worksheets"])
-OWNER = "local"  # users arrive with authentication
 
 
 def _check(ws: WorksheetCreate) -> None:
@@ -35,11 +34,12 @@ def list_worksheets(store: StoreDep) -> WorksheetList:
 
 
 @router.post("", response_model=WorksheetPublic, status_code=201, summary="Create a worksheet")
-def create_worksheet(ws: WorksheetCreate, store: StoreDep) -> WorksheetPublic:
+def create_worksheet(ws: WorksheetCreate, store: StoreDep, p: OperatorDep, request: Request) -> WorksheetPublic:
     _check(ws)
     now = time.time()
     wid = uuid.uuid4().hex[:12]
-    store.worksheet_put(wid, ws.name, OWNER, ws.model_dump_json(), now, now)
+    store.worksheet_put(wid, ws.name, p.name, ws.model_dump_json(), now, now)
+    audit(request, "worksheet.create", wid, ws.name)
     return _public(store.worksheet_get(wid))
 
 
@@ -52,17 +52,20 @@ def get_worksheet(ws_id: str, store: StoreDep) -> WorksheetPublic:
 
 
 @router.put("/{ws_id}", response_model=WorksheetPublic, responses={404: {"description": "No such worksheet"}})
-def update_worksheet(ws_id: str, ws: WorksheetUpdate, store: StoreDep) -> WorksheetPublic:
+def update_worksheet(ws_id: str, ws: WorksheetUpdate, store: StoreDep, _: OperatorDep, request: Request
+                     ) -> WorksheetPublic:
     row = store.worksheet_get(ws_id)
     if not row:
         raise HTTPException(404, f"no worksheet {ws_id!r}")
     _check(ws)
     store.worksheet_put(ws_id, ws.name, row["owner"], ws.model_dump_json(), row["created"], time.time())
+    audit(request, "worksheet.update", ws_id, ws.name)
     return _public(store.worksheet_get(ws_id))
 
 
 @router.delete("/{ws_id}", status_code=204, responses={404: {"description": "No such worksheet"}})
-def delete_worksheet(ws_id: str, store: StoreDep) -> Response:
+def delete_worksheet(ws_id: str, store: StoreDep, _: OperatorDep, request: Request) -> Response:
     if not store.worksheet_delete(ws_id):
         raise HTTPException(404, f"no worksheet {ws_id!r}")
+    audit(request, "worksheet.delete", ws_id)
     return Response(status_code=204)

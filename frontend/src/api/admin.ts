@@ -1,0 +1,63 @@
+// Admin reads and writes (users, tokens, audit) through TanStack Query.
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { api, unwrap, type Schemas } from './client'
+
+export type UserPublic = Schemas['UserPublic']
+export type TokenPublic = Schemas['TokenPublic']
+export type TokenCreated = Schemas['TokenCreated']
+export type AuditEntry = Schemas['AuditEntry']
+
+export function useUsers() {
+  return useQuery({ queryKey: ['users'], queryFn: async () => unwrap(await api.GET('/api/v1/users')).users })
+}
+
+export function useTokens() {
+  return useQuery({ queryKey: ['tokens'], queryFn: async () => unwrap(await api.GET('/api/v1/tokens')).tokens })
+}
+
+export function useAudit() {
+  return useQuery({
+    queryKey: ['audit'],
+    queryFn: async () => unwrap(await api.GET('/api/v1/audit', { params: { query: { limit: 200 } } })).entries,
+    refetchInterval: 10_000,
+  })
+}
+
+/** A write that refreshes the lists it changes, and the audit log it adds to. */
+function useAdminMutation<A, R>(fn: (a: A) => Promise<R>, lists: string[]) {
+  const qc = useQueryClient()
+  return useMutation({
+    mutationFn: fn,
+    onSettled: () => [...lists, 'audit'].forEach((k) => qc.invalidateQueries({ queryKey: [k] })),
+  })
+}
+
+export function useAddUser() {
+  return useAdminMutation(async (body: Schemas['UserCreate']) => unwrap(await api.POST('/api/v1/users', { body })), ['users'])
+}
+
+export function useUpdateUser() {
+  return useAdminMutation(
+    async ({ name, body }: { name: string; body: Schemas['UserUpdate'] }) =>
+      unwrap(await api.PATCH('/api/v1/users/{name}', { params: { path: { name } }, body })),
+    ['users'],
+  )
+}
+
+export function useDeleteUser() {
+  return useAdminMutation(async (name: string) => {
+    const r = await api.DELETE('/api/v1/users/{name}', { params: { path: { name } } })
+    if (!r.response.ok) unwrap(r)
+  }, ['users'])
+}
+
+export function useCreateToken() {
+  return useAdminMutation(async (body: Schemas['TokenCreate']) => unwrap(await api.POST('/api/v1/tokens', { body })), ['tokens'])
+}
+
+export function useRevokeToken() {
+  return useAdminMutation(
+    async (id: number) => unwrap(await api.POST('/api/v1/tokens/{token_id}/revoke', { params: { path: { token_id: id } } })),
+    ['tokens'],
+  )
+}
