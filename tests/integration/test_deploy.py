@@ -66,12 +66,20 @@ def compose_cmd() -> list[str]:
     raise AssertionError("unreachable")
 
 
-def compose_config(**env_overrides: str) -> dict:
+SECRETS = {"LOUPE_ADMIN_PASSWORD": "admin-pw-0123", "LOUPE_INGEST_TOKEN": "ingest-t0k3n",
+           "LOUPE_METRICS_TOKEN": "metrics-t0k3n"}
+
+
+def compose_run(env_overrides: dict, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("LOUPE_", "PROMETHEUS_", "COMPOSE_"))}
     env.update(env_overrides)
-    r = subprocess.run([*compose_cmd(), "-f", str(COMPOSE_FILE), "config"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([*compose_cmd(), "-f", str(COMPOSE_FILE), "config", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def compose_config(**env_overrides: str) -> dict:
+    r = compose_run(SECRETS | env_overrides)
     assert r.returncode == 0, f"docker-compose config failed:\n{r.stderr}"
     return load_yaml(r.stdout)
 
@@ -114,9 +122,16 @@ def env_of(svc: dict) -> dict[str, str]:
 
 
 def test_compose_file_is_valid():
-    r = subprocess.run([*compose_cmd(), "-f", str(COMPOSE_FILE), "config", "-q"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = compose_run(SECRETS, "-q")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("secret", sorted(SECRETS))
+def test_compose_refuses_to_start_without_each_secret(secret):
+    """Secrets come from ${VAR:?}: never a default, and the error names the variable."""
+    for missing in ({k: v for k, v in SECRETS.items() if k != secret}, SECRETS | {secret: ""}):
+        r = compose_run(missing, "-q")
+        assert r.returncode != 0 and secret in r.stderr, r.stderr
 
 
 def test_compose_services_healthcheck_and_dependencies():
@@ -130,10 +145,10 @@ def test_compose_services_healthcheck_and_dependencies():
     cmd = loupe["command"]
     assert cmd[0] == "serve" and "--no-local-agent" in cmd
     assert cmd[cmd.index("--host") + 1] == "0.0.0.0"
-    # No authentication yet: published on the host's loopback only.
+    # Published on the host's loopback only (no TLS configured by default).
     assert ports(loupe) == [("127.0.0.1", "8470", "8470")]
     assert ("loupe-data", "/var/lib/loupe", False) in volumes(loupe)
-    assert "LOUPE_INGEST_TOKEN" in env_of(loupe)
+    assert {k: env_of(loupe)[k] for k in SECRETS} == SECRETS
 
     hc = loupe["healthcheck"]
     test = hc["test"]
@@ -176,22 +191,26 @@ def test_compose_agent_reaches_server_through_published_port(port):
     assert str(server.port) == published
 
 
-def test_compose_agent_can_read_the_server_token():
-    """Without LOUPE_INGEST_TOKEN the server keeps its token in its volume; the agent mounts that volume."""
+def test_compose_agent_sends_the_configured_token_and_spools_to_its_own_volume():
     cfg = compose_config()
     loupe, agent = cfg["services"]["loupe"], cfg["services"]["loupe-agent"]
-    data_dir = env_of(loupe).get("LOUPE_DATA_DIR", "/var/lib/loupe")
-    server_volume = next(s for s, t, _ in volumes(loupe) if t == data_dir)
-    token_file = env_of(agent)["LOUPE_INGEST_TOKEN_FILE"]
+    assert env_of(agent)["LOUPE_INGEST_TOKEN"] == env_of(loupe)["LOUPE_INGEST_TOKEN"] == SECRETS["LOUPE_INGEST_TOKEN"]
+    assert "LOUPE_ADMIN_PASSWORD" not in env_of(agent) and "LOUPE_METRICS_TOKEN" not in env_of(agent)
     mounts = {t: s for s, t, _ in volumes(agent)}
-    mount_dir = str(Path(token_file).parent)
-    assert mounts.get(mount_dir) == server_volume
-    assert Path(token_file).name == "ingest.token"
-    assert agent.get("user") in ("0:0", "0", "root"), "root reads the server's 0600 token file"
-    # With a token set in .env, both sides get the same one.
-    cfg = compose_config(LOUPE_INGEST_TOKEN="t0k3n")
-    assert env_of(cfg["services"]["loupe"])["LOUPE_INGEST_TOKEN"] == "t0k3n"
-    assert env_of(cfg["services"]["loupe-agent"])["LOUPE_INGEST_TOKEN"] == "t0k3n"
+    assert "loupe-data" not in mounts.values(), "the agent needs nothing of the server's data"
+    cmd = agent["command"]
+    assert mounts[cmd[cmd.index("--state-dir") + 1]] == "agent-spool"
+
+
+def test_compose_prometheus_gets_only_the_metrics_token():
+    prom = compose_config()["services"]["prometheus"]
+    assert env_of(prom) == {"LOUPE_METRICS_TOKEN": SECRETS["LOUPE_METRICS_TOKEN"]}
+    cfg = load_yaml((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    job = next(j for j in cfg["scrape_configs"] if j["job_name"] == "loupe")
+    token_file = job["authorization"]["credentials_file"]
+    entry = " ".join(prom["entrypoint"])
+    assert f"> {token_file}" in entry and "exec /bin/prometheus" in entry
+    assert any(str(t).startswith(str(Path(token_file).parent)) for t in prom.get("tmpfs", []))
 
 
 def test_prometheus_scrapes_loupe_metrics():
