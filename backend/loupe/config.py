@@ -42,6 +42,8 @@ class Settings(BaseSettings):
     top_files: int = Field(500, ge=1)
     # Seconds tier rows are re-sorted by (host, client, ts) in chunks of this many seconds.
     compact_every: int = Field(3600, ge=60)
+    clock_skew_limit: float = Field(2.0, gt=0, description="Seconds an agent's clock may differ from the "
+                                    "server's; beyond it the agent is flagged and its frames placed by server time")
     max_frame_bytes: int = Field(32 * 1024 * 1024, description="Largest ingest request body")
     static_dir: Path | None = Field(None, description="Built UI; defaults to the packaged one")
 

@@ -61,12 +61,15 @@ class SourceControl:
         os.replace(tmp, self.path)
 
     # ------------------------------------------------------------------ reports
-    def report(self, agent: str, status: list[SourceStatus] | None, stats: AgentStats | None, seen: float) -> None:
+    def report(self, agent: str, status: list[SourceStatus] | None, stats: AgentStats | None, seen: float, *,
+               clock_offset: float | None = None, skewed: bool = False) -> None:
         with self._lock:
             if stats is not None or agent not in self._agents:
                 self._agents[agent] = {"stats": stats.model_dump() if stats else None, "seen": seen}
             else:
                 self._agents[agent]["seen"] = seen
+            if clock_offset is not None:
+                self._agents[agent]["clock"] = {"clock_offset_s": round(clock_offset, 3), "clock_skewed": skewed}
             for st in status or ():
                 self._suspendable[(agent, st.name)] = st.suspendable
                 if st.cost is not None:

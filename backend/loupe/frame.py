@@ -216,7 +216,8 @@ class AgentStats(BaseModel):
     rss_bytes: int = Field(ge=0)
     queue_frames: int = Field(0, ge=0)
     queue_bytes: int = Field(0, ge=0)
-    dropped_frames: int = Field(0, ge=0, description="Frames dropped because the queue was full, since start")
+    dropped_frames: int = Field(0, ge=0, description="Frames dropped because the queue was full: since start, "
+                                "or with a spool (--state-dir) since the spool was created")
     in_process: bool = Field(False, description="Runs inside the server process (cpu and rss are the server's)")
 
 

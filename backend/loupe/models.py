@@ -181,6 +181,10 @@ class AgentPublic(BaseModel):
     queue_bytes: int | None = None
     dropped_frames: int | None = None
     in_process: bool = Field(False, description="Runs inside the server (its CPU and RSS are the server's)")
+    clock_offset_s: float | None = Field(None, description="The agent's clock minus the server's at its last "
+                                                           "request (transit included), seconds")
+    clock_skewed: bool = Field(False, description="The offset is beyond LOUPE_CLOCK_SKEW_LIMIT: its frames are "
+                                                  "placed by the server's clock, shifted by the offset")
 
 
 class SourceControlRequest(BaseModel):

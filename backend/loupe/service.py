@@ -84,7 +84,16 @@ class Loupe:
     # Ingest is synchronous: it runs in the API's worker threads.
     def ingest(self, req: IngestRequest, received_at: float | None = None) -> IngestOutcome:
         received_at = time.time() if received_at is None else received_at
-        out = self.store.ingest(req.frames, received_at=received_at)
+        frames, offset = req.frames, None
+        if req.sent_at is not None:
+            # The agent's clock minus ours (plus the transit, well under the limit). Beyond the
+            # limit its seconds would land in the wrong place: shift them onto our clock.
+            offset = req.sent_at - received_at
+            if abs(offset) > self.settings.clock_skew_limit:
+                shift = round(offset)
+                frames = [fr.model_copy(update={"ts": fr.ts - shift}) for fr in frames]
+                self.telemetry.clock_shifted += len(frames)
+        out = self.store.ingest(frames, received_at=received_at)
         t = self.telemetry
         t.count("accepted", out.accepted)
         t.count("duplicate", out.duplicates)
@@ -97,7 +106,8 @@ class Loupe:
             t.observe_tables(out.tables, received_at)
             self.hub.publish(out.seconds)
         if req.agent:  # cost first: a reader never sees a source without its cost and flags
-            self.control.report(req.agent, req.status, req.stats, received_at)
+            self.control.report(req.agent, req.status, req.stats, received_at, clock_offset=offset,
+                                skewed=offset is not None and abs(offset) > self.settings.clock_skew_limit)
         if req.agent and req.status is not None:
             host = req.frames[0].host if req.frames else None
             self.store.record_status(req.agent, host, req.status, received_at)

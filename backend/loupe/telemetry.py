@@ -39,6 +39,7 @@ class Telemetry(Collector):
         self.last_ts = 0
         self.pruned = defaultdict(int)
         self.live_dropped = 0
+        self.clock_shifted = 0  # frames placed by server time because their agent's clock was off
         self.headline: dict[str, dict[tuple, float]] = defaultdict(lambda: defaultdict(float))
         self.store_size = store_size
         self.backlog = backlog  # Store.backlog: acknowledged rows not yet in the tables, and why
@@ -104,6 +105,8 @@ class Telemetry(Collector):
             yield p
             yield CounterMetricFamily("loupe_live_dropped_seconds", "Live pushes skipped for slow subscribers",
                                       value=self.live_dropped)
+            yield CounterMetricFamily("loupe_clock_shifted_frames", "Frames placed by server time because their "
+                                      "agent's clock was off by more than the limit", value=self.clock_shifted)
         yield GaugeMetricFamily("loupe_store_bytes", "Size of the store on disk", value=self.store_size())
         b = self.backlog()
         yield GaugeMetricFamily("loupe_store_unflushed_rows", "Acknowledged rows in the ingest log, not yet in the tables",

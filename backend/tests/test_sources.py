@@ -119,7 +119,8 @@ def test_probe_and_agent_cost_reach_the_api_and_metrics(client):
     assert src["procfs.disk"]["cost"] is None
     assert s["agents"] == [{"agent": "nas1/bpf+procfs", "last_seen": pytest.approx(time.time(), abs=5),
                             "cpu_pct": 1.5, "rss_bytes": 52_000_000, "queue_frames": 2, "queue_bytes": 900,
-                            "dropped_frames": 0, "in_process": False}]
+                            "dropped_frames": 0, "in_process": False,
+                            "clock_offset_s": None, "clock_skewed": False}]
     text = client.get("/metrics").text
     assert 'loupe_source_bpf_cpu_pct{agent="nas1/bpf+procfs",source="bpf.disk"} 0.12' in text
     assert 'loupe_source_dropped_total{agent="nas1/bpf+procfs",source="bpf.disk"} 3.0' in text
@@ -173,3 +174,25 @@ def test_zfs_families_take_the_zfs_source_rows(client):
     hm = client.get("/api/v1/heatmap", params={"metric": "zfs.txg", "start": str(now), "end": str(now + 1),
                                                "step": 1}).json()
     assert sum(hm["total"]) == 2
+
+
+@pytest.mark.parametrize(("offset", "skewed"), [(0.4, False), (-1.9, False), (37.2, True), (-900.0, True)])
+def test_an_agent_with_a_wrong_clock_is_flagged_and_its_seconds_placed_by_server_time(client, offset, skewed):
+    from factories import nfs_frame
+
+    now = time.time()
+    agent_now = int(now + offset)
+    frames = [nfs_frame(agent_now - 5 + i, [("10.0.0.1", "read", "/export/f", 10, 100, {})], source="skew@h")
+              for i in range(3)]
+    r = client.post("/api/v1/ingest", headers={"Authorization": f"Bearer {TOKEN}"},
+                    json={"frames": [f.model_dump() for f in frames], "agent": "skewy", "sent_at": now + offset})
+    assert r.status_code == 200 and r.json()["accepted"] == 3, r.text
+    [ag] = [a for a in client.get("/api/v1/sources").json()["agents"] if a["agent"] == "skewy"]
+    assert ag["clock_skewed"] is skewed and abs(ag["clock_offset_s"] - offset) < 1.0
+    q = client.get("/api/v1/query", params={"metric": "nfs.ops", "start": str(int(now) - 1000),
+                                            "end": str(int(now) + 1000), "step": 1}).json()
+    stored = [q["start"] + i * q["step"] for i, v in enumerate(q["total"]) if v]
+    want = [t - round(offset) if skewed else t for t in (f.ts for f in frames)]
+    assert stored == want, (stored, want)
+    shifted = 'loupe_clock_shifted_frames_total 3.0' in client.get("/metrics").text
+    assert shifted is skewed

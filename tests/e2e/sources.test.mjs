@@ -38,7 +38,7 @@ function fakeAgent(base, token) {
       const body = {
         frames: [],
         agent: AGENT,
-        sent_at: Date.now() / 1000,
+        sent_at: Date.now() / 1000 + 90, // its clock runs 90 s ahead: flagged
         stats: { cpu_pct: 1.5, rss_bytes: 10 * 2 ** 20, queue_frames: 0, queue_bytes: 0, dropped_frames: 3, in_process: false },
         status: [
           {
@@ -200,6 +200,8 @@ describe('Loupe sources page in Chromium', { skip: skip ?? false }, () => {
     assert.equal(await s.getByTestId('agent-rss').textContent(), '10 MiB')
     assert.equal(await s.getByTestId('agent-queue').textContent(), '0 frames (0 B)')
     assert.equal(await s.getByTestId('agent-dropped').textContent(), '3')
+    assert.match(await s.getByTestId('agent-clock').textContent(), /^\+(89|90)(\.\d+)? s$/)
+    assert.match(await s.getByTestId('agent-clock-skewed').textContent(), /^clock off by \+(89|90)(\.\d+)? s$/)
   })
 
   it('keeps the view in the URL', async () => {

@@ -205,8 +205,10 @@ def create_app(settings: Settings | None = None, *, start_agent: bool | None = N
 
 
 def jsonable(errors: list) -> list:
+    # Without 'input': the request is not echoed back (it may be hostile, or not even
+    # encodable: a body of `Infinity` is valid to Python's parser and not to JSON).
     out = []
     for e in errors:
-        out.append({k: (v if isinstance(v, (str, int, float, list, type(None))) else str(v))
-                    for k, v in e.items() if k != "ctx"})
+        out.append({k: (v if isinstance(v, (str, int, list, type(None))) else str(v))
+                    for k, v in e.items() if k not in ("ctx", "input")})
     return out

@@ -548,6 +548,17 @@ export interface components {
             /** Agent */
             agent: string;
             /**
+             * Clock Offset S
+             * @description The agent's clock minus the server's at its last request (transit included), seconds
+             */
+            clock_offset_s?: number | null;
+            /**
+             * Clock Skewed
+             * @description The offset is beyond LOUPE_CLOCK_SKEW_LIMIT: its frames are placed by the server's clock, shifted by the offset
+             * @default false
+             */
+            clock_skewed: boolean;
+            /**
              * Cpu Pct
              * @description Agent process CPU, % of one core
              */
@@ -581,7 +592,7 @@ export interface components {
             cpu_pct: number;
             /**
              * Dropped Frames
-             * @description Frames dropped because the queue was full, since start
+             * @description Frames dropped because the queue was full: since start, or with a spool (--state-dir) since the spool was created
              * @default 0
              */
             dropped_frames: number;

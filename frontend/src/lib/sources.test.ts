@@ -175,8 +175,8 @@ describe('suspend and resume', () => {
 
 const list: SourceList = {
   agents: [
-    { agent: 'nas1/procfs+bpf', last_seen: 1000, cpu_pct: 12.345, rss_bytes: 3 * 2 ** 20, queue_frames: 5, queue_bytes: 3164, dropped_frames: 0, in_process: true },
-    { agent: 'b-remote', last_seen: 900, in_process: false },
+    { agent: 'nas1/procfs+bpf', last_seen: 1000, cpu_pct: 12.345, rss_bytes: 3 * 2 ** 20, queue_frames: 5, queue_bytes: 3164, dropped_frames: 0, in_process: true, clock_skewed: false },
+    { agent: 'b-remote', last_seen: 900, in_process: false, clock_skewed: false },
   ],
   sources: [
     src({ name: 'procfs.disk', state: 'standby', reason: 'bpf.disk is active and measures the same, in more detail', suspendable: false }),
@@ -205,9 +205,18 @@ describe('agents', () => {
     expect(at(1000 + STALE_AFTER_S + 1)['nas1/procfs+bpf']).toBe(true)
   })
   it('formats an agent\'s own cost, and dashes for what it did not report', () => {
-    expect(agentFigures(list.agents![0]!)).toEqual({ cpu: '12.3 %', rss: '3 MiB', queue: '5 frames (3.09 KiB)', dropped: '0' })
-    expect(agentFigures(list.agents![1]!)).toEqual({ cpu: '–', rss: '–', queue: '–', dropped: '–' })
-    expect(agentFigures({ agent: 'x', last_seen: 1, queue_frames: 1, in_process: false }).queue).toBe('1 frame')
+    expect(agentFigures(list.agents![0]!)).toEqual({ cpu: '12.3 %', rss: '3 MiB', queue: '5 frames (3.09 KiB)', dropped: '0', clock: '–', clockSkewed: false })
+    expect(agentFigures(list.agents![1]!)).toEqual({ cpu: '–', rss: '–', queue: '–', dropped: '–', clock: '–', clockSkewed: false })
+    expect(agentFigures({ agent: 'x', last_seen: 1, queue_frames: 1, in_process: false, clock_skewed: false }).queue).toBe('1 frame')
+  })
+  it.each([
+    [37.2, true, '+37.2 s'],
+    [-900, true, '−900 s'],
+    [0.0123, false, '+0.012 s'],
+    [0, false, '0 s'],
+  ])('shows a clock offset of %d s (skewed: %s) as %s', (off, skewed, text) => {
+    const f = agentFigures({ agent: 'x', last_seen: 1, in_process: false, clock_offset_s: off, clock_skewed: skewed })
+    expect([f.clock, f.clockSkewed]).toEqual([text, skewed])
   })
   it('says how long ago', () => {
     expect(formatAgo(0.4)).toBe('now')

@@ -266,6 +266,9 @@ export interface AgentFigures {
   rss: string
   queue: string
   dropped: string
+  /** The agent's clock minus the server's, signed; and whether it is beyond the server's limit. */
+  clock: string
+  clockSkewed: boolean
 }
 
 export function agentFigures(stats: Agent | null): AgentFigures {
@@ -275,11 +278,14 @@ export function agentFigures(stats: Agent | null): AgentFigures {
   const qf = n(stats?.queue_frames)
   const qb = n(stats?.queue_bytes)
   const dropped = n(stats?.dropped_frames)
+  const offset = n(stats?.clock_offset_s)
   return {
     cpu: cpu === null ? NONE : `${sig3(cpu)} %`,
     rss: rss === null ? NONE : formatBytes(rss),
     queue: qf === null ? NONE : `${sig3(qf)} frame${qf === 1 ? '' : 's'}${qb === null ? '' : ` (${formatBytes(qb)})`}`,
     dropped: dropped === null ? NONE : sig3(dropped),
+    clock: offset === null ? NONE : `${offset > 0 ? '+' : offset < 0 ? '−' : ''}${sig3(Math.abs(offset))} s`,
+    clockSkewed: !!stats?.clock_skewed,
   }
 }
 

@@ -199,6 +199,11 @@ function AgentSection({
             stale
           </span>
         )}
+        {f.clockSkewed && (
+          <span className="badge badge-stale" data-testid="agent-clock-skewed" title="its seconds are placed by the server's clock, shifted by the offset">
+            clock off by {f.clock}
+          </span>
+        )}
         <dl className="agent-figures">
           <div>
             <dt>CPU</dt>
@@ -209,6 +214,12 @@ function AgentSection({
           <div>
             <dt>RSS</dt>
             <dd data-testid="agent-rss">{f.rss}</dd>
+          </div>
+          <div>
+            <dt>clock</dt>
+            <dd data-testid="agent-clock" title="the agent's clock minus the server's at its last request">
+              {f.clock}
+            </dd>
           </div>
           <div>
             <dt>queue</dt>

@@ -34,7 +34,7 @@ def sources(store: StoreDep, loupe: LoupeDep) -> SourceList:
         if not ok:
             off = [f"{s.name}: {s.reason}" for s in out if f in s.families and s.reason]
             missing[f] = "; ".join(off) or NO_SOURCE.get(f, "no agent reports it")
-    agents = [AgentPublic(agent=a, last_seen=v["seen"], **(v["stats"] or {}))
+    agents = [AgentPublic(agent=a, last_seen=v["seen"], **(v["stats"] or {}), **v.get("clock", {}))
               for a, v in sorted(loupe.control.agents().items())]
     return SourceList(agents=agents, sources=out, families=fams, missing=missing)
 
