@@ -114,7 +114,7 @@ class MembersResult(BaseModel):
 
 
 class WorksheetStatistic(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     metric: str
     by: str | None = None
@@ -124,14 +124,14 @@ class WorksheetStatistic(BaseModel):
 
 
 class WorksheetRange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     start: str = Field("-10m", description="Relative ('-10m', '-1h') or absolute (unix seconds, ISO 8601)")
     end: str = Field("now")
 
 
 class WorksheetBase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     name: str = Field(min_length=1, max_length=200)
     range: WorksheetRange = Field(default_factory=WorksheetRange)
@@ -188,7 +188,7 @@ class AgentPublic(BaseModel):
 
 
 class SourceControlRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     agent: str = Field(min_length=1, max_length=200)
     name: str = Field(min_length=1, max_length=100)
@@ -227,7 +227,7 @@ class ErrorDetail(BaseModel):
 
 # ------------------------------------------------------------------ benchmark runs
 class RunCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     name: str = Field(min_length=1, max_length=200)
     host: str | None = Field(None, max_length=255, description="The NFS server's host in Loupe; all hosts if unset")
@@ -236,14 +236,14 @@ class RunCreate(BaseModel):
 
 
 class RunStop(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     end: float | None = Field(None, description="Unix time the run ended; now if unset")
     exit_code: int | None = None
 
 
 class ClientResultModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     client: str = Field(min_length=1, max_length=255, description="The client's address, as the server sees it")
     read_bytes: int = Field(0, ge=0)
@@ -257,7 +257,7 @@ class ClientResultModel(BaseModel):
 class RunResultsImport(BaseModel):
     """The clients' own results: fio's JSON report, or per-client numbers."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
     format: str = Field(pattern=r"^(fio|simple)$")
     client: str | None = Field(None, max_length=255,
@@ -406,13 +406,13 @@ Role = Literal["viewer", "operator", "admin"]
 
 
 class LoginRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
     user: str = Field(min_length=1, max_length=64)
     password: str = Field(min_length=1, max_length=1024)
 
 
 class LinkLoginRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
     token: str = Field(min_length=1, max_length=256, description="The demo's one-click sign-in token")
 
 
@@ -425,7 +425,7 @@ class Me(BaseModel):
 
 
 class PasswordChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
     current: str = Field(min_length=1, max_length=1024)
     new: str = Field(min_length=1, max_length=1024)
 
@@ -442,14 +442,14 @@ class UserList(BaseModel):
 
 
 class UserCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
     name: str = Field(min_length=1, max_length=64)
     role: Role
     password: str = Field(min_length=1, max_length=1024)
 
 
 class UserUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
     role: Role | None = None
     password: str | None = Field(None, min_length=1, max_length=1024)
     disabled: bool | None = None
@@ -474,7 +474,7 @@ class TokenList(BaseModel):
 
 
 class TokenCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
     name: str = Field(min_length=1, max_length=64, description="Usually the agent's host name")
     scope: Literal["ingest", "metrics", "api"] = "ingest"
     role: Role | None = Field(None, description="Only for api tokens")
@@ -496,3 +496,21 @@ class AuditEntry(BaseModel):
 
 class AuditLog(BaseModel):
     entries: list[AuditEntry]
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+
+class ErrorBody(BaseModel):
+    detail: str = Field(description="What was wrong, in words")
+
+
+class ValidationErrorItem(BaseModel):
+    type: str
+    loc: list[str | int] = Field(description="Where: body, query or path, then the field")
+    msg: str
+
+
+class ValidationErrorBody(BaseModel):
+    detail: str = Field(description="The problems in one line, each naming its field")
+    errors: list[ValidationErrorItem] = Field(description="The same, one per problem (at most 50)")

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import __version__
 from ..catalog import CatalogError
 from ..config import Settings
+from ..models import ErrorBody, ValidationErrorBody
 from ..query import QueryError
 from ..service import Loupe
 from ..store.base import StoreUnavailable
@@ -28,7 +29,16 @@ from .routes import (
 
 log = logging.getLogger("loupe")
 
-api = APIRouter(prefix="/api/v1")
+# Answers any route may give, documented once: every error body names the problem.
+COMMON_ERRORS = {
+    400: {"model": ErrorBody, "description": "A parameter is wrong (detail says which and why)"},
+    401: {"model": ErrorBody, "description": "No valid session or token"},
+    403: {"model": ErrorBody, "description": "The role or token scope does not reach this route, or no CSRF token"},
+    413: {"model": ErrorBody, "description": "Request body over the size limit"},
+    422: {"model": ValidationErrorBody, "description": "The request does not match the schema"},
+    503: {"model": ErrorBody, "description": "The store cannot answer now (Retry-After)"},
+}
+api = APIRouter(prefix="/api/v1", responses=COMMON_ERRORS)
 # Every route is signed-in-only (viewer and up) unless it says otherwise: auth (login is
 # open), ingest (agent tokens), live (checks its own handshake); writes add operator or admin.
 api.include_router(auth.router)
@@ -183,7 +193,7 @@ def create_app(settings: Settings | None = None, *, start_agent: bool | None = N
         return JSONResponse({"detail": "; ".join(parts), "errors": jsonable(exc.errors()[:50])}, status_code=422)
 
     app.include_router(api)
-    app.include_router(prom.router)
+    app.include_router(prom.router, responses=COMMON_ERRORS)
 
     static = _static_dir(settings)
     index = static / "index.html"
@@ -209,6 +219,6 @@ def jsonable(errors: list) -> list:
     # encodable: a body of `Infinity` is valid to Python's parser and not to JSON).
     out = []
     for e in errors:
-        out.append({k: (v if isinstance(v, (str, int, list, type(None))) else str(v))
-                    for k, v in e.items() if k not in ("ctx", "input")})
+        out.append({"type": str(e.get("type", "")), "msg": str(e.get("msg", "")),
+                    "loc": [x if isinstance(x, (str, int)) else str(x) for x in e.get("loc", ())]})
     return out
