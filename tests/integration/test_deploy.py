@@ -353,6 +353,10 @@ def test_make_test_runs_every_suite():
     text = (ROOT / "scripts" / "run-suites.sh").read_text()
     assert ".venv/bin/pytest" in text
     assert "for dir in frontend tests/e2e" in text and 'npm --prefix "$dir" test' in text
+    # the e2e script names its files (node 20 has no --test globs): none may be left out
+    script = json.loads((ROOT / "tests" / "e2e" / "package.json").read_text())["scripts"]["test"].split()
+    missing = sorted(p.name for p in (ROOT / "tests" / "e2e").glob("*.test.mjs") if p.name not in script)
+    assert not missing, f"tests/e2e/package.json's test script does not run {missing}"
 
 
 def test_readme_starts_with_the_two_commands():
@@ -362,3 +366,20 @@ def test_readme_starts_with_the_two_commands():
     assert text.index("```") < 600, "the commands come first"
     cmds = [ln.strip() for ln in first_block.group(1).splitlines() if ln.strip()]
     assert cmds[:2] == ["make run", "make test"]
+
+
+def test_kubernetes_daemonset_runs_the_agent_with_what_its_probes_need():
+    doc = load_yaml((DEPLOY / "k8s" / "loupe-agent.yaml").read_text())
+    assert (doc["apiVersion"], doc["kind"]) == ("apps/v1", "DaemonSet")
+    spec = doc["spec"]["template"]["spec"]
+    assert doc["spec"]["selector"]["matchLabels"] == doc["spec"]["template"]["metadata"]["labels"]
+    assert spec["hostPID"] is True and spec["hostNetwork"] is True
+    [c] = spec["containers"]
+    assert c["args"][0] == "agent" and c["securityContext"]["privileged"] is True
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    for path in ("/sys/kernel/btf", "/sys/kernel/tracing"):
+        assert volumes[mounts[path]] == path
+    assert c["args"][c["args"].index("--state-dir") + 1] in mounts, "the spool must live on the host"
+    env = {e["name"]: e for e in c["env"]}
+    assert env["LOUPE_INGEST_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "loupe-agent"  # never inline

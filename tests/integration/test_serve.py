@@ -105,3 +105,38 @@ def test_serve_over_tls_with_its_own_agents_and_secure_cookies(server_factory, t
         httpx.get(s.base.replace("https://", "http://") + "/healthz", timeout=5)
     with pytest.raises(httpx.ConnectError):
         httpx.get(s.base + "/healthz", timeout=5)
+
+
+def test_backup_and_restore_of_the_data_directory(server_factory, tmp_path):
+    """docs/DEPLOY.md's procedure: stop the server, archive its data directory, restore it on
+    another path (or machine), start: statistics, users, tokens and runs are all back."""
+    data, env = tmp_path / "live", {"LOUPE_INGEST_TOKEN": "t", "LOUPE_ADMIN_PASSWORD": "restore-admin-pw"}
+    s = server_factory("--no-local-agent", data_dir=data, env=env)
+    now = int(time.time())
+    frames = [{"source": "b@h", "seq": i + 1, "ts": now - 60 + i, "family": "nfs", "host": "h",
+               "rows": [{"dims": {"client": "c1", "op": "read"}, "count": 7}]} for i in range(30)]
+    assert httpx.post(s.base + "/api/v1/ingest", json={"frames": frames},
+                      headers={"Authorization": "Bearer t"}).json()["accepted"] == 30
+    run = s.post("/api/v1/runs", {"name": "before the backup"}, expect=201)
+    with httpx.Client(base_url=s.base) as c:  # a user and an agent token made through the API
+        csrf = c.post("/api/v1/auth/login", json={"user": "admin", "password": "restore-admin-pw"}).json()["csrf_token"]
+        h = {"X-CSRF-Token": csrf}
+        assert c.post("/api/v1/users", json={"name": "vera", "role": "viewer", "password": "vera-password"},
+                      headers=h).status_code == 201
+        agent_token = c.post("/api/v1/tokens", json={"name": "nas2", "scope": "ingest"}, headers=h).json()["secret"]
+    s.stop()  # SIGTERM: the store checkpoints and closes
+    archive = tmp_path / "loupe-backup.tar.gz"
+    subprocess.run(["tar", "-C", str(data), "-czf", str(archive), "."], check=True, timeout=120)
+    restored = tmp_path / "restored"
+    restored.mkdir()
+    subprocess.run(["tar", "-C", str(restored), "-xzf", str(archive)], check=True, timeout=120)
+
+    s2 = server_factory("--no-local-agent", data_dir=restored, env={"LOUPE_INGEST_TOKEN": "t"})
+    q = s2.get("/api/v1/query", metric="nfs.ops", start=str(now - 120), end=str(now), step=1)
+    assert sum(q["total"]) == 7.0 * 30
+    assert [r["name"] for r in s2.get("/api/v1/runs")["runs"]] == [run["name"]]
+    vera = httpx.post(s2.base + "/api/v1/auth/login", json={"user": "vera", "password": "vera-password"})
+    assert vera.status_code == 200 and vera.json()["role"] == "viewer"
+    fr = dict(frames[0], source="nas2@h", seq=1)
+    r = httpx.post(s2.base + "/api/v1/ingest", json={"frames": [fr]}, headers={"Authorization": f"Bearer {agent_token}"})
+    assert r.status_code == 200 and r.json()["accepted"] == 1
