@@ -219,10 +219,9 @@ class StatusResult(BaseModel):
     store_bytes: int
     hosts: list[str]
     demo_hosts: list[str]
-
-
-class ErrorDetail(BaseModel):
-    detail: str
+    ingest_error: str | None = Field(None, description="Why ingest is failing now (e.g. the disk is full); "
+                                                       "queries still work, and ingest resumes by itself")
+    ingest_error_since: float | None = Field(None, description="Unix time of the first failure in this spell")
 
 
 # ------------------------------------------------------------------ benchmark runs

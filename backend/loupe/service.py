@@ -13,7 +13,7 @@ from .config import Settings
 from .control import SourceControl
 from .frame import IngestRequest
 from .live import LiveHub
-from .store.base import IngestOutcome
+from .store.base import IngestOutcome, StoreUnavailable
 from .store.duckdb_store import DuckDBStore
 from .telemetry import Telemetry
 
@@ -93,8 +93,21 @@ class Loupe:
                 shift = round(offset)
                 frames = [fr.model_copy(update={"ts": fr.ts - shift}) for fr in frames]
                 self.telemetry.clock_shifted += len(frames)
-        out = self.store.ingest(frames, received_at=received_at)
         t = self.telemetry
+        try:
+            out = self.store.ingest(frames, received_at=received_at)
+        except StoreUnavailable as e:
+            # Shown on every page and in /metrics until an ingest succeeds again (space came back).
+            if t.ingest_error is None:
+                t.ingest_error_since = received_at
+                log.error("ingest failing: %s", e)
+            t.ingest_error = str(e)
+            t.ingest_failures += 1
+            raise
+        if t.ingest_error is not None:
+            log.info("ingest works again after %.0f s: %s", received_at - (t.ingest_error_since or received_at),
+                     t.ingest_error)
+            t.ingest_error = t.ingest_error_since = None
         t.count("accepted", out.accepted)
         t.count("duplicate", out.duplicates)
         t.count("rejected", len(out.rejected))

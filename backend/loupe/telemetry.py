@@ -40,6 +40,9 @@ class Telemetry(Collector):
         self.pruned = defaultdict(int)
         self.live_dropped = 0
         self.clock_shifted = 0  # frames placed by server time because their agent's clock was off
+        self.ingest_error: str | None = None  # why the last ingest failed, until one succeeds
+        self.ingest_error_since: float | None = None
+        self.ingest_failures = 0
         self.headline: dict[str, dict[tuple, float]] = defaultdict(lambda: defaultdict(float))
         self.store_size = store_size
         self.backlog = backlog  # Store.backlog: acknowledged rows not yet in the tables, and why
@@ -105,6 +108,10 @@ class Telemetry(Collector):
             yield p
             yield CounterMetricFamily("loupe_live_dropped_seconds", "Live pushes skipped for slow subscribers",
                                       value=self.live_dropped)
+            yield GaugeMetricFamily("loupe_ingest_failing", "1 while ingest fails (e.g. disk full), else 0",
+                                    value=1 if self.ingest_error else 0)
+            yield CounterMetricFamily("loupe_ingest_failures", "Ingest requests the store could not take",
+                                      value=self.ingest_failures)
             yield CounterMetricFamily("loupe_clock_shifted_frames", "Frames placed by server time because their "
                                       "agent's clock was off by more than the limit", value=self.clock_shifted)
         yield GaugeMetricFamily("loupe_store_bytes", "Size of the store on disk", value=self.store_size())

@@ -243,6 +243,20 @@ def test_ingest_answers_503_naming_the_cause_when_the_log_disk_is_full(tmp_path)
             assert codes[-1] == 503 and set(codes[:-1]) == {200}, codes
             assert "ingest log write failed" in r.json()["detail"] and "No space left" in r.json()["detail"]
             assert r.headers["retry-after"] == "1"
+            # queries keep working, and the failure shows on every page (status) and in /metrics
+            q = c.get("/api/v1/query", params={"metric": "nfs.ops", "start": str(now - 600), "end": str(now)})
+            assert q.status_code == 200 and sum(q.json()["total"]) > 0
+            st = c.get("/api/v1/status").json()
+            assert "No space left" in st["ingest_error"] and st["ingest_error_since"] <= time.time()
+            assert "loupe_ingest_failing 1.0" in c.get("/metrics").text
+            # space comes back: ingest resumes by itself, the frame that failed is taken, nothing twice
+            subprocess.run(["mount", "-o", "remount,size=8m", str(small)], check=True)
+            seq = len(codes)
+            rows = [("10.0.0.1", "read", "/export/a/f0", 5, 4096, {14: 5})]
+            r = post(c, [nfs_frame(now - 500 + seq - 1, rows, source="full@nas1", seq=seq)])
+            assert r.status_code == 200 and (r.json()["accepted"], r.json()["duplicates"]) == (1, 0), r.text
+            assert c.get("/api/v1/status").json()["ingest_error"] is None
+            assert "loupe_ingest_failing 0.0" in c.get("/metrics").text
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
 

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react'
 import { useSources, useStatus } from './api/hooks'
 import { useLiveState } from './api/live'
 import { useMe, type Me } from './auth/session'
+import { formatClock } from './lib/format'
 import { SourcesMenu } from './components/SourcesMenu'
 import { UserMenu } from './components/UserMenu'
 import { AdminPage } from './pages/AdminPage'
@@ -25,6 +26,19 @@ function DemoLabel() {
     <span className="badge badge-demo header-demo" data-testid="demo-label" title="Synthetic figures from a simulated NAS, for trying Loupe out">
       demo data: {[...hosts].join(', ')}
     </span>
+  )
+}
+
+/** While the store cannot take frames (e.g. its disk is full): on every page, until ingest works again. */
+function IngestBanner() {
+  const { data: status } = useStatus()
+  if (!status?.ingest_error) return null
+  const since = status.ingest_error_since ? ` since ${formatClock(status.ingest_error_since)}` : ''
+  return (
+    <div className="error ingest-banner" role="alert" data-testid="ingest-error">
+      <b>Ingest is failing{since}:</b> {status.ingest_error}. Charts show what was stored before; agents keep their frames
+      and ingest resumes by itself once the cause is gone.
+    </div>
   )
 }
 
@@ -108,6 +122,7 @@ function Shell({ me }: { me: Me }) {
           <UserMenu me={me} />
         </div>
       </header>
+      <IngestBanner />
       {page === 'status' ? (
         <StatusPage />
       ) : page === 'sources' ? (

@@ -80,9 +80,11 @@ export async function startLoupe({
   ready = demoTrafficLastMinute,
   readyWhat = 'demo NFS traffic in the last minute',
   readyMs = 60_000,
+  prepare = null, // (dataDir) => void: runs before the server starts, e.g. to mount something in it
 } = {}) {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'loupe-e2e-'))
+  prepare?.(dataDir)
   const base = `http://127.0.0.1:${port}`
   const args = ['serve', '--demo', '--port', String(port), '--data-dir', dataDir, '--demo-backfill', String(backfill)]
   const env = { ...process.env, LOUPE_ADMIN_PASSWORD: ADMIN_PASSWORD }

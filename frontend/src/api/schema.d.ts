@@ -1610,6 +1610,16 @@ export interface components {
             demo_hosts: string[];
             /** Hosts */
             hosts: string[];
+            /**
+             * Ingest Error
+             * @description Why ingest is failing now (e.g. the disk is full); queries still work, and ingest resumes by itself
+             */
+            ingest_error?: string | null;
+            /**
+             * Ingest Error Since
+             * @description Unix time of the first failure in this spell
+             */
+            ingest_error_since?: number | null;
             /** Store Bytes */
             store_bytes: number;
             /** Tiles */

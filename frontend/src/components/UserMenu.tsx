@@ -17,7 +17,7 @@ export function UserMenu({ me }: { me: Me }) {
       <span className="badge user-role" data-testid="user-role">
         {me.role}
       </span>
-      <button className="button" onClick={signOut} data-testid="sign-out">
+      <button className="header-button" onClick={signOut} data-testid="sign-out">
         Sign out
       </button>
     </span>

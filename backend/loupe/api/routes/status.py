@@ -43,4 +43,6 @@ def status(
         tiles.append(StatusTile(id=tid, title=title, unit=unit, metric=metric, where=where, by=by, value=last,
                                 timestamps=list(range(window.start, window.end, window.step)), values=values))
     demo_hosts = sorted({s["host"] for s in store.sources() if s["demo"] and s["host"]})
-    return StatusResult(tiles=tiles, store_bytes=store.size_bytes(), hosts=store.hosts(), demo_hosts=demo_hosts)
+    t = loupe.telemetry
+    return StatusResult(tiles=tiles, store_bytes=store.size_bytes(), hosts=store.hosts(), demo_hosts=demo_hosts,
+                        ingest_error=t.ingest_error, ingest_error_since=t.ingest_error_since)
