@@ -344,6 +344,13 @@ def test_the_demo_link_signs_in_on_the_demo_only(tmp_path, capsys):
         r = c.post("/api/v1/auth/link", json={"token": link})
         assert r.status_code == 200 and r.json()["role"] == "admin"
         assert c.get("/api/v1/status").status_code == 200
+        # with 'admin' gone (another admin deleted it) the link says so instead of failing
+        c.headers["X-CSRF-Token"] = r.json()["csrf_token"]
+        assert c.post("/api/v1/users", json={"name": "root2", "role": "admin", "password": "root2-password"}
+                      ).status_code == 201
+        c.app.state.loupe.auth.delete_user("admin")
+        r = c.post("/api/v1/auth/link", json={"token": link})
+        assert r.status_code == 401 and "no such user" in r.json()["detail"]
     with TestClient(make_app(tmp_path / "real")) as c:
         assert "?login=" not in capsys.readouterr().out
         assert c.post("/api/v1/auth/link", json={"token": link}).status_code == 401

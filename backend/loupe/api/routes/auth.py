@@ -45,7 +45,10 @@ async def login(body: LoginRequest, request: Request, loupe: LoupeDep) -> JSONRe
 async def link_login(body: LinkLoginRequest, request: Request, loupe: LoupeDep) -> JSONResponse:
     if not loupe.demo_link or not hmac.compare_digest(body.token.encode(), loupe.demo_link.encode()):
         raise HTTPException(401, "this sign-in link is not valid here (links work only on the demo)")
-    secret, p = await run_in_threadpool(loupe.auth.start_session, "admin", client_address(request))
+    try:
+        secret, p = await run_in_threadpool(loupe.auth.start_session, "admin", client_address(request))
+    except AuthError:  # NotFound: an admin deleted the user 'admin'
+        raise HTTPException(401, "the demo link signs in as 'admin', and there is no such user now") from None
     return _signed_in(request, loupe, secret, p)
 
 
