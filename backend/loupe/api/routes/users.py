@@ -26,7 +26,7 @@ def list_users(_: AdminDep, loupe: LoupeDep) -> UserList:
 
 
 @router.post("", response_model=UserPublic, status_code=201, responses=ERRORS, summary="Add a user")
-def add_user(body: UserCreate, p: AdminDep, loupe: LoupeDep, request: Request) -> UserPublic:
+def add_user(body: UserCreate, _: AdminDep, loupe: LoupeDep, request: Request) -> UserPublic:
     u = _auth_call(loupe.auth.add_user, body.name, body.role, body.password)
     audit(request, "user.create", u["name"], f"role {u['role']}")
     return UserPublic(**u)
@@ -34,7 +34,7 @@ def add_user(body: UserCreate, p: AdminDep, loupe: LoupeDep, request: Request) -
 
 @router.patch("/{name}", response_model=UserPublic, responses=ERRORS,
               summary="Change a user's role, password or disabled flag (ends their sessions)")
-def update_user(name: str, body: UserUpdate, p: AdminDep, loupe: LoupeDep, request: Request) -> UserPublic:
+def update_user(name: str, body: UserUpdate, _: AdminDep, loupe: LoupeDep, request: Request) -> UserPublic:
     u = _auth_call(loupe.auth.update_user, name, role=body.role, password=body.password, disabled=body.disabled)
     what = [f"role {body.role}"] if body.role else []
     what += ["password reset"] if body.password is not None else []
@@ -44,7 +44,7 @@ def update_user(name: str, body: UserUpdate, p: AdminDep, loupe: LoupeDep, reque
 
 
 @router.delete("/{name}", status_code=204, responses=ERRORS, summary="Delete a user")
-def delete_user(name: str, p: AdminDep, loupe: LoupeDep, request: Request) -> Response:
+def delete_user(name: str, _: AdminDep, loupe: LoupeDep, request: Request) -> Response:
     _auth_call(loupe.auth.delete_user, name)
     audit(request, "user.delete", name, "")
     return Response(status_code=204)
