@@ -1,0 +1,188 @@
+"""Load test: many agents on loopback against a real `loupe serve`.
+
+    python -m bench.load [--agents 50] [--rows 1000] [--seconds 600] [--warmup 30]
+
+Each agent is a process that, once a second, sends the second that just closed as one
+version-2 `nfs` frame of --rows rows (its own clients and files) and waits for the answer.
+Recorded, after the warm-up:
+- ingest lag: from the end of a second to its acknowledgement (what a live chart waits), p50/p99;
+- the server process's CPU (% of one core) and RSS, sampled every second from /proc, with the
+  RSS slope over the run (flat after warm-up, or growing);
+- frames sent, acknowledged, rejected and refused (non-200), and whether the store holds
+  exactly the rows acknowledged (nothing lost, nothing twice).
+Goal (issue 5): lag p99 <= 2 s, nothing lost, RSS flat after warm-up. Results go to
+bench/results/load-<UTC time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "load-test-token"
+OPS = ("read", "write", "getattr", "lookup")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def frame(agent: int, seq: int, ts: int, rows: int, rng: random.Random) -> dict:
+    clients = [f"10.{agent // 250}.{agent % 250}.{1 + i % 50}" for i in range(rows)]
+    return {"v": 2, "source": f"load{agent}@nas{agent}", "seq": seq, "ts": ts, "family": "nfs",
+            "host": f"nas{agent}",
+            "columns": {"n": rows,
+                        "dims": {"client": clients, "op": [OPS[i % 4] for i in range(rows)], "proto": ["v3"] * rows,
+                                 "share": ["/export"] * rows,
+                                 "file": [f"/export/d{i % 37}/f{(i * 7919 + agent) % 5000}" for i in range(rows)]},
+                        "count": [rng.randint(1, 100) for _ in range(rows)],
+                        "bytes": [rng.randint(0, 1 << 20) for _ in range(rows)],
+                        "hist": {"latency": {"row": list(range(rows)), "bucket": [rng.randint(12, 24) for _ in range(rows)],
+                                             "n": [1] * rows}}}}
+
+
+def agent_main(agent: int, base: str, rows: int, until: float, out: mp.Queue) -> None:
+    rng = random.Random(agent)
+    lags, sent, acked, rejected, refused, acked_ops = [], 0, 0, 0, 0, 0
+    seq = 0
+    with httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
+        nxt = int(time.time()) + 1
+        while nxt < until:
+            time.sleep(max(0.0, nxt - time.time() + rng.uniform(0.0, 0.05)))  # agents are not in lockstep
+            ts = nxt - 1
+            nxt += 1
+            seq += 1
+            fr = frame(agent, seq, ts, rows, rng)
+            body = json.dumps({"frames": [fr], "agent": f"load{agent}", "sent_at": time.time()})
+            sent += 1
+            try:
+                r = c.post("/api/v1/ingest", content=body, headers={"Content-Type": "application/json"})
+            except httpx.HTTPError:
+                refused += 1
+                continue
+            if r.status_code != 200:
+                refused += 1
+                continue
+            ans = r.json()
+            acked += ans["accepted"]
+            rejected += len(ans["rejected"])
+            acked_ops += sum(fr["columns"]["count"]) if ans["accepted"] else 0
+            lags.append((ts, time.time() - (ts + 1)))
+    out.put(dict(agent=agent, lags=lags, sent=sent, acked=acked, rejected=rejected, refused=refused,
+                 acked_ops=acked_ops))
+
+
+def proc_sample(pid: int) -> tuple[float, int]:
+    """(CPU seconds so far, RSS bytes) of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    return cpu, rss
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--agents", type=int, default=50)
+    p.add_argument("--rows", type=int, default=1000, help="rows per agent per second")
+    p.add_argument("--seconds", type=int, default=600)
+    p.add_argument("--warmup", type=int, default=30, help="seconds left out of the figures")
+    p.add_argument("--tmp", default=None, help="scratch directory for the server's data")
+    a = p.parse_args(argv)
+
+    tmp = Path(tempfile.mkdtemp(prefix="loupe-load-", dir=a.tmp))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, LOUPE_INGEST_TOKEN=TOKEN, LOUPE_ADMIN_PASSWORD="load-admin-password")
+    log = open(tmp / "serve.log", "w")
+    srv = subprocess.Popen([sys.executable, "-m", "loupe.cli", "serve", "--no-local-agent", "--port", str(port),
+                            "--data-dir", str(tmp / "data")], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline or srv.poll() is not None:
+                raise SystemExit(f"loupe serve did not start; log: {tmp / 'serve.log'}")
+            time.sleep(0.2)
+        start = time.time()
+        until = start + a.seconds
+        out: mp.Queue = mp.Queue()
+        agents = [mp.Process(target=agent_main, args=(i, base, a.rows, until, out), daemon=True)
+                  for i in range(a.agents)]
+        for ag in agents:
+            ag.start()
+        samples = []  # (t, cpu seconds, rss)
+        while time.time() < until + 2:
+            samples.append((time.time(), *proc_sample(srv.pid)))
+            time.sleep(1.0)
+        results = [out.get(timeout=120) for _ in agents]
+        for ag in agents:
+            ag.join(timeout=10)
+        time.sleep(3)  # the last acknowledged rows reach the tables
+        api = (tmp / "data" / "cli.token").read_text().strip()
+        q = httpx.get(base + "/api/v1/query", timeout=60, headers={"Authorization": f"Bearer {api}"},
+                      params={"metric": "nfs.ops", "start": str(int(start) - 5), "end": str(int(until) + 5),
+                              "step": 1}).json()
+        stored_ops = sum(q["total"])  # every acknowledged frame's counts, once: nothing lost, nothing twice
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.wait(30)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+        log.close()
+
+    warm = start + a.warmup
+    lags = np.array([lag for r in results for ts, lag in r["lags"] if ts >= warm]) if results else np.array([])
+    s = np.array([x for x in samples if x[0] >= warm])
+    cpu_pct = 100 * np.diff(s[:, 1]) / np.diff(s[:, 0]) if len(s) > 1 else np.array([0.0])
+    rss = s[:, 2] if len(s) else np.array([0.0])
+    slope = float(np.polyfit(s[:, 0] - s[0, 0], rss, 1)[0]) if len(s) > 2 else 0.0
+    sent = sum(r["sent"] for r in results)
+    acked = sum(r["acked"] for r in results)
+    res = dict(
+        when=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), agents=a.agents, rows_per_agent=a.rows,
+        seconds=a.seconds, warmup=a.warmup, cpus=os.cpu_count(),
+        lag_p50_s=float(np.percentile(lags, 50)) if len(lags) else None,
+        lag_p99_s=float(np.percentile(lags, 99)) if len(lags) else None,
+        lag_max_s=float(lags.max()) if len(lags) else None,
+        server_cpu_pct_mean=float(cpu_pct.mean()), server_cpu_pct_p99=float(np.percentile(cpu_pct, 99)),
+        rss_first_mib=float(rss[0] / 2**20), rss_last_mib=float(rss[-1] / 2**20), rss_max_mib=float(rss.max() / 2**20),
+        rss_slope_mib_per_min=slope * 60 / 2**20,
+        frames_sent=sent, frames_acked=acked, frames_rejected=sum(r["rejected"] for r in results),
+        requests_refused=sum(r["refused"] for r in results),
+        ops_acked=sum(r["acked_ops"] for r in results), ops_stored=stored_ops,
+        nothing_lost=sum(r["acked_ops"] for r in results) == stored_ops,
+    )
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"load-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    path.write_text(json.dumps(res, indent=2) + "\n")
+    print(json.dumps(res, indent=2))
+    print(f"written to {path}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
