@@ -31,6 +31,7 @@ import logging
 import os
 import struct
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,7 @@ class SpoolInUse(ValueError):
     """Another agent holds the spool (two agents must not share a state dir)."""
 
 
-class FrameQueue:
+class FrameQueue(ABC):
     """A FIFO of frames bounded to ``max_bytes``; subclasses keep the frames."""
 
     def __init__(self, max_bytes: int) -> None:
@@ -133,16 +134,17 @@ class FrameQueue:
     def close(self) -> None:
         self.closed = True
 
+    @abstractmethod
     def _push(self, q: Queued) -> None:
-        raise NotImplementedError
+        """Keep one more frame at the tail."""
 
+    @abstractmethod
     def _entries(self) -> Iterator[tuple[int, Queued]]:
         """(bytes, frame) of every pending frame, oldest first."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _advance(self, n: int, nbytes: int) -> None:
         """Forget the ``n`` oldest frames, ``nbytes`` together."""
-        raise NotImplementedError
 
 
 class MemoryQueue(FrameQueue):

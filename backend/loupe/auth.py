@@ -203,10 +203,11 @@ class Auth:
         return [{"name": n, "role": r, "created_at": c, "disabled": bool(d)} for n, r, c, d in rows]
 
     def user(self, name: str) -> dict:
-        for u in self.users():
-            if u["name"] == name:
-                return u
-        raise NotFound(f"no user {name!r}")
+        rows = self._q("SELECT name, role, created_at, disabled FROM users WHERE name = ?", (name,))
+        if not rows:
+            raise NotFound(f"no user {name!r}")
+        n, r, c, d = rows[0]
+        return {"name": n, "role": r, "created_at": c, "disabled": bool(d)}
 
     def add_user(self, name: str, role: str, password: str) -> dict:
         name, role, password = check_name(name), check_role(role), check_password(password)

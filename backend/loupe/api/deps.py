@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Query, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
-from ..auth import Auth, Principal
+from ..auth import Auth, AuthError, NotFound, Principal
 from ..query import parse_statistic, window_for
 from ..service import Loupe
 from ..store.base import Statistic, Store
@@ -157,3 +157,13 @@ def audit(request: Request, action: str, target: str = "", detail: str = "") -> 
     """Record a state change by whoever this request authenticated as."""
     p = getattr(request.state, "principal", None)
     request.app.state.loupe.auth.audit(p.name if p else "-", action, target, detail, client_address(request))
+
+
+def auth_call(fn, *args, **kw):
+    """Run a user or token operation; its AuthError becomes a 404 (no such one) or 400 naming the problem."""
+    try:
+        return fn(*args, **kw)
+    except NotFound as e:
+        raise HTTPException(404, str(e)) from None
+    except AuthError as e:
+        raise HTTPException(400, str(e)) from None

@@ -46,10 +46,6 @@ export function useMe(enabled = true) {
   return useQuery({ queryKey: ['me'], queryFn: fetchMe, staleTime: 60_000, refetchInterval: 5 * 60_000, retry: false, enabled })
 }
 
-export function signedIn(me: Me) {
-  csrf = me.csrf_token ?? null
-}
-
 /** A new session, or none: drop everything read under the old one, keep the `me` entry the app watches. */
 export function switchSession(qc: QueryClient, me: Me | null) {
   csrf = me?.csrf_token ?? null

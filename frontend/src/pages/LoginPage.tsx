@@ -3,7 +3,7 @@ import { useQueryClient } from '@tanstack/react-query'
 import { useState, type FormEvent } from 'react'
 import { api } from '../api/client'
 import { signInError } from '../auth/roles'
-import { signedIn, switchSession } from '../auth/session'
+import { switchSession } from '../auth/session'
 
 export function LoginPage() {
   const qc = useQueryClient()
@@ -81,6 +81,5 @@ export async function signInWithDemoLink(): Promise<boolean> {
   const rest = params.toString()
   history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : ''))
   const r = await api.POST('/api/v1/auth/link', { body: { token } })
-  if (r.data && r.response.ok) signedIn(r.data)
-  return r.response.ok
+  return r.response.ok // the app asks /auth/me next, which brings the CSRF token
 }

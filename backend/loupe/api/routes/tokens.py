@@ -5,8 +5,8 @@ from dataclasses import asdict
 from fastapi import APIRouter, Request
 
 from ...models import TokenCreate, TokenCreated, TokenList, TokenPublic
-from ..deps import AdminDep, LoupeDep, audit
-from .users import ERRORS, _auth_call
+from ..deps import AdminDep, LoupeDep, audit, auth_call
+from .users import ERRORS
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
 
@@ -19,7 +19,7 @@ def list_tokens(_: AdminDep, loupe: LoupeDep) -> TokenList:
 @router.post("", response_model=TokenCreated, status_code=201, responses=ERRORS,
              summary="Make a token; its secret is in this response only")
 def create_token(body: TokenCreate, p: AdminDep, loupe: LoupeDep, request: Request) -> TokenCreated:
-    secret, rec = _auth_call(loupe.auth.create_token, body.name, body.scope, role=body.role, by=p.name)
+    secret, rec = auth_call(loupe.auth.create_token, body.name, body.scope, role=body.role, by=p.name)
     detail = body.scope + (f" as {body.role}" if body.role else "")
     audit(request, "token.create", f"{rec.id} {rec.name}", detail)
     return TokenCreated(secret=secret, **asdict(rec))
@@ -28,6 +28,6 @@ def create_token(body: TokenCreate, p: AdminDep, loupe: LoupeDep, request: Reque
 @router.post("/{token_id}/revoke", response_model=TokenPublic, responses=ERRORS,
              summary="Revoke a token: refused from the next request on")
 def revoke_token(token_id: int, p: AdminDep, loupe: LoupeDep, request: Request) -> TokenPublic:
-    rec = _auth_call(loupe.auth.revoke_token, token_id, p.name)
+    rec = auth_call(loupe.auth.revoke_token, token_id, p.name)
     audit(request, "token.revoke", f"{rec.id} {rec.name}", rec.scope)
     return TokenPublic(**asdict(rec))
