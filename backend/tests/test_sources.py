@@ -176,7 +176,8 @@ def test_zfs_families_take_the_zfs_source_rows(client):
     assert sum(hm["total"]) == 2
 
 
-@pytest.mark.parametrize(("offset", "skewed"), [(0.4, False), (-1.9, False), (37.2, True), (-900.0, True)])
+# Not too near the 2 s limit: the transit to the server adds to a negative offset.
+@pytest.mark.parametrize(("offset", "skewed"), [(0.4, False), (-1.5, False), (37.2, True), (-900.0, True)])
 def test_an_agent_with_a_wrong_clock_is_flagged_and_its_seconds_placed_by_server_time(client, offset, skewed):
     from factories import nfs_frame
 

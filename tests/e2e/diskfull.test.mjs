@@ -2,7 +2,7 @@
 // and when space returns ingest resumes by itself and the warning goes. A real tmpfs, as root.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { authedFetch, repoRoot, setupProblem, signIn, startLoupe, until } from './server.mjs'
@@ -28,6 +28,9 @@ describe('a full disk in Chromium', { skip: skip ?? false }, () => {
     server = await startLoupe({
       backfill: 0,
       ready: async () => true,
+      // No agent of its own: only this test's frames, so a small append that still fits in a
+      // reused log segment cannot succeed in between and clear the failure before it is seen.
+      extraArgs: ['--no-local-agent'],
       // The ingest log (what each acknowledgement waits for) on its own small tmpfs.
       prepare: (dataDir) => {
         logDir = join(dataDir, 'loupe.duckdb.ingest')
@@ -63,6 +66,16 @@ describe('a full disk in Chromium', { skip: skip ?? false }, () => {
   it('warns on every page while ingest fails, keeps charts working, and clears when space returns', async () => {
     await page.goto(server.base + '/status')
     fill()
+    const token = readFileSync(join(server.dataDir, 'ingest.token'), 'utf8').trim()
+    const now = Math.floor(Date.now() / 1000)
+    const rows = Array.from({ length: 2000 }, (_, i) => ({ dims: { client: `10.0.${i >> 8}.${i & 255}`, op: 'read' }, count: 1, bytes: 4096 }))
+    const send = () =>
+      fetch(`${server.base}/api/v1/ingest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ frames: [{ source: 'full@e2e', seq: 1, ts: now - 5, family: 'nfs', host: 'e2e', rows }] }),
+      })
+    assert.equal((await send()).status, 503)
     const banner = page.getByTestId('ingest-error')
     await banner.waitFor({ timeout: 60_000 })
     assert.match(await banner.textContent(), /Ingest is failing since .*No space left on device/)
@@ -76,6 +89,9 @@ describe('a full disk in Chromium', { skip: skip ?? false }, () => {
     await page.screenshot({ path: join(repoRoot, 'tests/artifacts/e2e/disk-full.png'), fullPage: true })
 
     rmSync(join(logDir, 'filler'))
+    const again = await send()
+    assert.equal(again.status, 200)
+    assert.equal((await again.json()).accepted, 1)
     await banner.waitFor({ state: 'detached', timeout: 30_000 })
     await until('/metrics to clear', async () => /loupe_ingest_failing 0\.0/.test(await (await authedFetch(`${server.base}/metrics`)).text()))
   })

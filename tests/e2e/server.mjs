@@ -81,12 +81,13 @@ export async function startLoupe({
   readyWhat = 'demo NFS traffic in the last minute',
   readyMs = 60_000,
   prepare = null, // (dataDir) => void: runs before the server starts, e.g. to mount something in it
+  extraArgs = [], // more `loupe serve` flags
 } = {}) {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'loupe-e2e-'))
   prepare?.(dataDir)
   const base = `http://127.0.0.1:${port}`
-  const args = ['serve', '--demo', '--port', String(port), '--data-dir', dataDir, '--demo-backfill', String(backfill)]
+  const args = ['serve', '--demo', '--port', String(port), '--data-dir', dataDir, '--demo-backfill', String(backfill), ...extraArgs]
   const env = { ...process.env, LOUPE_ADMIN_PASSWORD: ADMIN_PASSWORD }
   const proc = spawn(loupeBin, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env })
   let log = ''

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -122,6 +123,19 @@ class _TooLarge(Exception):
     pass
 
 
+class ArrivalTime:
+    """Stamp when a request arrived (request.state.arrived), before its body is read and parsed:
+    an agent's clock offset is measured against it, not against the end of a long parse."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope.setdefault("state", {})["arrived"] = time.time()
+        await self.app(scope, receive, send)
+
+
 def base_url(settings: Settings) -> str:
     shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     return f"{'https' if settings.tls_cert else 'http'}://{shown}:{settings.port}"
@@ -168,6 +182,7 @@ def create_app(settings: Settings | None = None, *, start_agent: bool | None = N
         openapi_url="/api/openapi.json", docs_url="/api/docs", redoc_url=None,
     )
     app.add_middleware(BodyLimit, limit=settings.max_frame_bytes)
+    app.add_middleware(ArrivalTime)
     app.add_middleware(SecurityHeaders, tls=settings.tls_cert is not None)
     if settings.cors_origins:  # closed unless configured: the UI is served from the same origin
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_credentials=True,
