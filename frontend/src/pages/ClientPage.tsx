@@ -58,7 +58,7 @@ export function ClientPage() {
       {view.client && !data && !d.error && <div className="loading">Looking at {view.client}…</div>}
       {data && (
         <>
-          <section className={`panel verdict-panel verdict-${verdictLevel(data.verdict)}`} data-testid="client-verdict" data-verdict={data.verdict}>
+          <section className={`panel verdict-panel verdict-${verdictLevel(data.verdict)}`} data-testid="client-verdict" data-verdict={data.verdict} data-start={data.start} data-end={data.end}>
             <div className="panel-head">
               <h2>{data.verdict}</h2>
               <span className="muted small">
