@@ -1,4 +1,4 @@
-"""loupe serve | agent | demo | run | lab"""
+"""loupe serve | agent | demo | run | lab | health"""
 
 from __future__ import annotations
 
@@ -40,17 +40,46 @@ def _serve(argv: list[str]) -> int:
     return 0
 
 
+def _health(argv: list[str]) -> int:
+    """Exit 0 when this machine's server answers /healthz, over HTTPS with its own certificate when
+    LOUPE_TLS_CERT is set: the container and service health check, whatever the configuration."""
+    import ssl
+    import urllib.request
+
+    p = argparse.ArgumentParser(prog="loupe health", description=_health.__doc__.split(":")[0] + ".")
+    p.add_argument("--port", type=int, help="port (LOUPE_PORT, default 8470)")
+    p.add_argument("--timeout", type=float, default=4.0)
+    a = p.parse_args(argv)
+    settings = Settings(**({"port": a.port} if a.port else {}))
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "", "127.0.0.1") else settings.host
+    host = "[::1]" if host == "::" else (f"[{host}]" if ":" in host else host)
+    ctx = None
+    if settings.tls_cert:  # our own certificate, pinned: its name need not be the loopback address
+        ctx = ssl.create_default_context(cafile=str(settings.tls_cert))
+        ctx.check_hostname = False
+    url = f"{'https' if ctx else 'http'}://{host}:{settings.port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=a.timeout, context=ctx) as r:
+            ok = r.status == 200
+    except (OSError, ssl.SSLError) as e:
+        print(f"loupe health: {url}: {getattr(e, 'reason', e)}", file=sys.stderr)
+        return 1
+    print(f"loupe health: {url}: {'ok' if ok else 'not ok'}")
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cmds = {"serve": _serve}
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("serve", "agent", "demo", "run", "lab"):
-        print("usage: loupe {serve,agent,demo,run,lab} [options]\n\n"
+    cmds = {"serve": _serve, "health": _health}
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("serve", "agent", "demo", "run", "lab", "health"):
+        print("usage: loupe {serve,agent,demo,run,lab,health} [options]\n\n"
               "  serve   run the backend and UI (with this machine's procfs agent)\n"
               "  agent   collect on this machine and push frames to a backend\n"
               "  demo    push the synthetic NAS 'demo-nas' to a backend\n"
               "  run     mark a benchmark run around a command: loupe run --name NAME -- COMMAND\n"
-              "  lab     an NFS server and clients on this machine, running the seed workloads (root)", file=sys.stderr)
+              "  lab     an NFS server and clients on this machine, running the seed workloads (root)\n"
+              "  health  exit 0 when this machine's server answers (the container health check)", file=sys.stderr)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "agent":

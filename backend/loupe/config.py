@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     compact_every: int = Field(3600, ge=60)
     clock_skew_limit: float = Field(2.0, gt=0, description="Seconds an agent's clock may differ from the "
                                     "server's; beyond it the agent is flagged and its frames placed by server time")
+    db_memory_limit: str = Field("1GB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$",
+                                 description="Memory the store's engine may cache and compute in (DuckDB's "
+                                 "memory_limit, e.g. 512MB, 4GB); beyond it it evicts and spills to disk")
     max_frame_bytes: int = Field(32 * 1024 * 1024, description="Largest ingest request body")
     static_dir: Path | None = Field(None, description="Built UI; defaults to the packaged one")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class HistogramPublic(BaseModel):
@@ -495,6 +495,83 @@ class AuditEntry(BaseModel):
 
 class AuditLog(BaseModel):
     entries: list[AuditEntry]
+
+
+# ---- retention and deletion -----------------------------------------------------------
+YEAR = 365 * 86400
+
+
+class TierExtent(BaseModel):
+    tier: Literal["second", "minute", "hour"]
+    keep_s: int = Field(description="Seconds this tier is kept")
+    rows: int
+    oldest: int | None = Field(description="Oldest period stored (unix), None when empty")
+    newest: int | None
+
+
+class RetentionPublic(BaseModel):
+    second: int = Field(description="Seconds the per-second tier is kept")
+    minute: int = Field(description="Seconds the per-minute tier is kept")
+    hour: int = Field(description="Seconds the per-hour tier is kept")
+    set_by: str | None = Field(description="Who set it; None while it is the configured default (LOUPE_RETAIN_*)")
+    set_at: float | None
+    tiers: list[TierExtent]
+    store_bytes: int
+
+
+class RetentionUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
+    second: int = Field(ge=7200, le=10 * YEAR, description="At least 2 h: an hour of seconds must be rollable")
+    minute: int = Field(ge=7200, le=10 * YEAR)
+    hour: int = Field(ge=7200, le=10 * YEAR)
+
+    @model_validator(mode="after")
+    def coarser_kept_longer(self):
+        if self.minute < self.second:
+            raise ValueError("minute retention must be at least the second retention: minutes are made from seconds")
+        if self.hour < self.minute:
+            raise ValueError("hour retention must be at least the minute retention: hours are made from minutes")
+        return self
+
+
+class RetentionSet(RetentionPublic):
+    pruned: dict[str, int] = Field(description="Rows the new retention removed at once, by table")
+
+
+class DataDelete(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
+    host: str | None = Field(None, min_length=1, max_length=255, description="Only this host's data; all hosts if absent")
+    start: int | None = Field(None, ge=0, description="First second deleted (unix); unbounded if absent")
+    end: int | None = Field(None, ge=0, description="Second just after the range (unix); unbounded if absent")
+    dry_run: bool = Field(False, description="Count what would go, delete nothing")
+
+    @model_validator(mode="after")
+    def something_named(self):
+        if self.host is None and self.start is None and self.end is None:
+            raise ValueError("name a host or a time range (start, end) to delete; to delete everything, "
+                             "stop Loupe and remove its data directory")
+        if self.start is not None and self.end is not None and self.start >= self.end:
+            raise ValueError("start must be before end")
+        return self
+
+
+class RebuiltPeriod(BaseModel):
+    tier: Literal["minute", "hour"]
+    start: int
+
+
+class DataDeleted(BaseModel):
+    host: str | None
+    start: int | None
+    end: int | None
+    dry_run: bool
+    rows: dict[str, int] = Field(description="Rows deleted (or that would be), by table")
+    total_rows: int
+    rebuilt: list[RebuiltPeriod] = Field(description="Minutes and hours straddling an edge, rebuilt from the finer "
+                                         "tier so their data outside the range stays; a straddling period whose "
+                                         "finer tier is already pruned is deleted whole")
+    bytes_before: int
+    bytes_after: int
 
 
 # ---- errors ---------------------------------------------------------------------------

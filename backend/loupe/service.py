@@ -13,7 +13,7 @@ from .config import Settings
 from .control import SourceControl
 from .frame import IngestRequest
 from .live import LiveHub
-from .store.base import IngestOutcome, StoreUnavailable
+from .store.base import IngestOutcome, PruneReport, StoreUnavailable
 from .store.duckdb_store import DuckDBStore
 from .telemetry import Telemetry
 
@@ -58,7 +58,7 @@ class Loupe:
         self.retain = {"second": settings.retain_seconds, "minute": settings.retain_minutes,
                        "hour": settings.retain_hours}
         self.store = DuckDBStore(settings.db_path, retain=self.retain, top_files=settings.top_files,
-                                 compact_every=settings.compact_every)
+                                 compact_every=settings.compact_every, memory_limit=settings.db_memory_limit)
         self.auth = Auth(settings.data_dir / "auth.sqlite", session_idle=settings.session_idle_minutes * 60,
                          session_max=settings.session_max_hours * 3600,
                          per_address=(settings.login_per_address, 60.0), per_user=(settings.login_per_user, 60.0))
@@ -75,7 +75,7 @@ class Loupe:
         self.hub = LiveHub()
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
-                                   backlog=self.store.backlog)
+                                   backlog=self.store.backlog, memory=self.store.memory)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.agent_stops: list[threading.Event] = []
@@ -169,16 +169,19 @@ class Loupe:
                     self.auth.prune_sessions()
                 if now >= next_prune:
                     next_prune = now + 300
-                    rep = self.store.prune(int(now), wait=False)
-                    if rep is None:  # a day of seconds is being re-sorted: try again in a minute
+                    if self.prune(now, wait=False) is None:  # a day of seconds is being re-sorted
                         next_prune = now + 60
-                        continue
-                    for k, v in rep.rows.items():
-                        self.telemetry.pruned[k] += v
-                    self.last_prune = dict(at=now, rows=rep.rows, bytes_before=rep.bytes_before,
-                                           bytes_after=rep.bytes_after)
             except Exception:  # keep upkeep alive; the next tick retries
                 log.exception("store upkeep failed")
+
+    def prune(self, now: float, *, wait: bool = True) -> PruneReport | None:
+        """Apply retention now; None when `wait` is off and another writer of settled seconds is at work."""
+        rep = self.store.prune(int(now), wait=wait)
+        if rep is not None:
+            for k, v in rep.rows.items():
+                self.telemetry.pruned[k] += v
+            self.last_prune = dict(at=now, rows=rep.rows, bytes_before=rep.bytes_before, bytes_after=rep.bytes_after)
+        return rep
 
     def _resorter(self) -> None:
         """Closed days of seconds are rewritten sorted by element, in a thread of their own: a busy

@@ -29,7 +29,8 @@ HEADLINE_ROWS = {"net": ("client", False), "cpu": ("application", False)}
 
 
 class Telemetry(Collector):
-    def __init__(self, store_size=lambda: 0, subscribers=lambda: 0, control=None, backlog=dict) -> None:
+    def __init__(self, store_size=lambda: 0, subscribers=lambda: 0, control=None, backlog=dict,
+                 memory=lambda: (0, 0)) -> None:
         self._lock = threading.Lock()
         self.frames = defaultdict(int)  # result -> n
         self.rows = 0
@@ -47,6 +48,7 @@ class Telemetry(Collector):
         self.store_size = store_size
         self.backlog = backlog  # Store.backlog: acknowledged rows not yet in the tables, and why
         self.subscribers = subscribers
+        self.memory = memory  # Store.memory: (held, limit) bytes
         self.control = control  # SourceControl: agents' and probes' own cost
         self.started = time.time()
 
@@ -115,6 +117,10 @@ class Telemetry(Collector):
             yield CounterMetricFamily("loupe_clock_shifted_frames", "Frames placed by server time because their "
                                       "agent's clock was off by more than the limit", value=self.clock_shifted)
         yield GaugeMetricFamily("loupe_store_bytes", "Size of the store on disk", value=self.store_size())
+        held, limit = self.memory()
+        yield GaugeMetricFamily("loupe_store_memory_bytes", "Memory the store's engine holds (buffer pool)", value=held)
+        yield GaugeMetricFamily("loupe_store_memory_limit_bytes", "The most the store's engine may hold",
+                                value=limit)
         b = self.backlog()
         yield GaugeMetricFamily("loupe_store_unflushed_rows", "Acknowledged rows in the ingest log, not yet in the tables",
                                 value=b.get("rows", 0))

@@ -45,3 +45,17 @@ def sign_in(client, user: str = "admin", password: str = ADMIN_PW) -> dict:
     assert r.status_code == 200, r.text
     client.headers["X-CSRF-Token"] = r.json()["csrf_token"]
     return r.json()
+
+
+def signed_in_app(data_dir, token: str, **settings):
+    """A real app on `data_dir` (no local agent), accepting ingest `token`, as a TestClient signed in as admin."""
+    from fastapi.testclient import TestClient
+
+    from loupe.api.main import create_app
+    from loupe.config import Settings
+
+    app = create_app(Settings(data_dir=data_dir, local_agent=False, ingest_token=token, admin_password=ADMIN_PW,
+                              **settings))
+    with TestClient(app) as c:
+        sign_in(c)
+        yield c

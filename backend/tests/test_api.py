@@ -186,6 +186,9 @@ def test_sources_status_and_prometheus(client):
     assert 'loupe_ingest_frames_total{result="accepted"} 30.0' in text
     assert "loupe_store_bytes" in text and "file=" not in text and "client=" not in text
     assert "loupe_store_flush_failing 0.0" in text
+    held = float(re.search(r"^loupe_store_memory_bytes (\S+)$", text, re.M).group(1))
+    limit = float(re.search(r"^loupe_store_memory_limit_bytes (\S+)$", text, re.M).group(1))
+    assert 0 < held <= limit and abs(limit - 10**9) < 0.01 * 10**9  # the default, 1GB, not DuckDB's 80 % of RAM
     unflushed = float(re.search(r"^loupe_store_unflushed_rows (\S+)$", text, re.M).group(1))
     assert 0 <= unflushed <= 30 * 5  # at most what seed() sent, until the flush thread writes it
     assert client.get("/healthz").json() == {"ok": True}
@@ -281,3 +284,20 @@ def test_a_generated_ingest_token_is_kept_and_safe_on_a_command_line(tmp_path):
         tokens.add(t)
         auth.close()
     assert len(tokens) == 50
+
+
+@pytest.mark.parametrize("setting, limit", [("512MB", 512 * 10**6), ("2GiB", 2 * 2**30), ("1.5 GB", 1.5 * 10**9)])
+def test_store_memory_limit_comes_from_settings(tmp_path, setting, limit):
+    app = create_app(Settings(data_dir=tmp_path, local_agent=False, admin_password=ADMIN_PW, db_memory_limit=setting),
+                     start_agent=False)
+    with TestClient(app) as c:
+        sign_in(c)
+        text = c.get("/metrics").text
+    got = float(re.search(r"^loupe_store_memory_limit_bytes (\S+)$", text, re.M).group(1))
+    assert limit - 0.1 * 2**30 <= got <= limit  # DuckDB reports it truncated to 0.1 of its own unit
+
+
+@pytest.mark.parametrize("setting", ["lots", "1 PB", "-1GB", "GB"])
+def test_store_memory_limit_rejects_what_is_not_a_size(setting):
+    with pytest.raises(ValueError, match="db_memory_limit"):
+        Settings(db_memory_limit=setting)

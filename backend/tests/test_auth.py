@@ -38,6 +38,7 @@ ROUTES = {
     ("GET", "/api/v1/runs/{run_id}"): "viewer",
     ("GET", "/api/v1/runs/{run_id}/report"): "viewer",
     ("GET", "/api/v1/clients/{client}/diagnosis"): "viewer",
+    ("GET", "/api/v1/retention"): "viewer",
     ("POST", "/api/v1/worksheets"): "operator",
     ("PUT", "/api/v1/worksheets/{ws_id}"): "operator",
     ("DELETE", "/api/v1/worksheets/{ws_id}"): "operator",
@@ -56,6 +57,8 @@ ROUTES = {
     ("POST", "/api/v1/tokens"): "admin",
     ("POST", "/api/v1/tokens/{token_id}/revoke"): "admin",
     ("GET", "/api/v1/audit"): "admin",
+    ("PUT", "/api/v1/retention"): "admin",
+    ("POST", "/api/v1/data/delete"): "admin",
 }
 ROLES = ("viewer", "operator", "admin")
 USERS = {"viewer": "vera", "operator": "otto", "admin": "admin"}

@@ -6,11 +6,7 @@ import subprocess
 import time
 
 import pytest
-from factories import ADMIN_PW, nfs_frame, sign_in
-from fastapi.testclient import TestClient
-
-from loupe.api.main import create_app
-from loupe.config import Settings
+from factories import nfs_frame, signed_in_app
 from loupe.runs import ClientResult, ResultsError, Wire, build_report, parse_csv, parse_fio, parse_simple
 from loupe_probes.bpf.testing import unavailable
 
@@ -145,10 +141,7 @@ def test_ops_are_checked_on_request():
 # ------------------------------------------------------------------ the API, on a real store
 @pytest.fixture
 def client(tmp_path):
-    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token=TOKEN, admin_password=ADMIN_PW))
-    with TestClient(app) as c:
-        sign_in(c)
-        yield c
+    yield from signed_in_app(tmp_path, TOKEN)
 
 
 def test_mark_a_run_import_results_and_get_the_report(client):

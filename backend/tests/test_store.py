@@ -652,3 +652,110 @@ def test_store_without_hot_totals_gets_them_on_open(tmp_path):
             _same(s.aggregate(stat(by="client"), w, 3), a)
     finally:
         s.close()
+
+
+SECS = "(SELECT * FROM nfs_s UNION ALL SELECT * FROM nfs_s_hotv)"
+DIMS = ["host", "client", "proto", "op", "share", "file"]
+
+
+def _two_hosts(store):
+    frames = random_nfs_frames(NOW, 210) + random_nfs_frames(NOW, 210, seed=5, host="nas2", source="b@h")
+    assert store.ingest(frames, received_at=NOW + 211).accepted == 420
+    store.rollup(NOW + 3600 + 60)  # minutes and the hour rolled up
+    return frames
+
+
+def _host_sums(store, table, host, lo, hi):
+    return [r for r in _group_sums(store, table, DIMS, lo, hi) if r[0] == host]
+
+
+def test_deleting_a_hosts_range_takes_exactly_its_seconds_and_rebuilds_the_edges(store):
+    _two_hosts(store)
+    keep = {(h, lo, hi): _host_sums(store, SECS, h, lo, hi)
+            for h in ("nas1", "nas2") for lo, hi in ((NOW, NOW + 30), (NOW + 90, NOW + 210), (NOW + 30, NOW + 90))}
+    nas2_minutes = _host_sums(store, "nfs_m", "nas2", NOW, NOW + 3600)
+    in_range = store._cur.execute("SELECT count(*) FROM nfs_s_hot WHERE host = 'nas1' AND ts >= ? AND ts < ?",
+                                  [NOW + 30, NOW + 90]).fetchone()[0]
+    dry = store.delete_data("nas1", NOW + 30, NOW + 90, dry_run=True, now=NOW + 3700)
+    assert _host_sums(store, SECS, "nas1", NOW + 30, NOW + 90) == keep[("nas1", NOW + 30, NOW + 90)] != []
+    rep = store.delete_data("nas1", NOW + 30, NOW + 90, now=NOW + 3700)
+    assert rep.rows == dry.rows and rep.rows["nfs_s_hot"] == in_range > 0
+    assert rep.rows["nfs_m"] > 0 and rep.rows["nfs_h"] > 0 and rep.rows["nfs_k_s"] == 60
+    assert rep.recomputed == [("minute", NOW), ("minute", NOW + 60), ("hour", NOW)]
+    # the range is gone, the rest of nas1 and all of nas2 are as they were
+    assert _host_sums(store, SECS, "nas1", NOW + 30, NOW + 90) == []
+    for (h, lo, hi), before in keep.items():
+        if (h, lo) != ("nas1", NOW + 30):
+            assert _host_sums(store, SECS, h, lo, hi) == before
+    # the edge minutes and the hour are rebuilt from what remains: every tier agrees again
+    store.rollup(NOW + 3600 + 120)
+    for m in range(4):
+        lo, hi = NOW + 60 * m, NOW + 60 * (m + 1)
+        assert _group_sums(store, "nfs_m", DIMS, lo, hi) == _group_sums(store, SECS, DIMS, lo, hi) != []
+    assert _group_sums(store, "nfs_h", DIMS, NOW, NOW + 3600) == _group_sums(store, SECS, DIMS, NOW, NOW + 3600)
+    assert _host_sums(store, "nfs_m", "nas2", NOW, NOW + 3600) == nas2_minutes
+    for dim in DIMS:
+        assert _k_sums(store, "m", dim, NOW, NOW + 240) == _tier_sums(store, "nfs_m", dim, NOW, NOW + 240)
+        assert _k_sums(store, "h", dim, NOW, NOW + 3600) == _tier_sums(store, "nfs_h", dim, NOW, NOW + 3600)
+    per_sec = "SELECT ts, host, sum(count) FROM {} GROUP BY ALL ORDER BY ALL"
+    assert store._cur.execute(per_sec.format("nfs_k_s")).fetchall() == \
+        store._cur.execute(per_sec.format("(SELECT * FROM nfs_s_hotv)")).fetchall()
+    # the API's answer over the range is nas2's alone, by every path (the 5 s hot totals included)
+    assert store.aggregate(stat(by="host"), Window(NOW + 30, NOW + 90, 60, "second"), 10).keys == ["nas2"]
+    _fast_equals_slow(store, [stat(by="client"), stat(by="host"), stat(BYTES, by="op")],
+                      [Window(NOW, NOW + 210, 5, "second"), Window(NOW + 20, NOW + 200, 15, "second"),
+                       Window(NOW, NOW + 240, 60, "minute")])
+
+
+def test_a_dry_run_deletes_nothing(store):
+    _two_hosts(store)
+    before = store.row_counts()
+    rep = store.delete_data(None, None, NOW + 60, dry_run=True, now=NOW + 3700)
+    assert rep.rows["nfs_s_hot"] == sum(n for n, in store._cur.execute(
+        "SELECT count(*) FROM nfs_s_hot WHERE ts < ?", [NOW + 60]).fetchall()) > 0
+    assert store.row_counts() == before and store.hosts() == ["nas1", "nas2"]
+
+
+def test_deleting_a_whole_host_forgets_it_and_its_replayed_frames_stay_deleted(store):
+    frames = _two_hosts(store)
+    rep = store.delete_data("nas2", None, None, now=NOW + 3700)
+    assert rep.recomputed == [] and rep.rows["nfs_h"] > 0
+    assert store.hosts() == ["nas1"]
+    assert store._cur.execute("SELECT count(*) FROM nfs_s_hot WHERE host = 'nas2'").fetchone()[0] == 0
+    assert _host_sums(store, "nfs_h", "nas1", NOW, NOW + 3600) != []
+    # an agent replaying its spool does not bring the data back: its sequence marks are kept
+    again = store.ingest([f for f in frames if f.host == "nas2"][-10:], received_at=NOW + 3700)
+    assert (again.accepted, again.duplicates) == (0, 10)
+    assert store._cur.execute("SELECT count(*) FROM nfs_s_hot WHERE host = 'nas2'").fetchone()[0] == 0
+
+
+def test_an_edge_period_whose_finer_tier_is_gone_is_deleted_whole(tmp_path):
+    s = DuckDBStore(tmp_path / "e.duckdb", retain={"second": 7200, "minute": 86400, "hour": 365 * 86400})
+    try:
+        _two_hosts(s)
+        s.prune(NOW + 3 * 3600)  # the seconds are gone, minutes and hours kept
+        rep = s.delete_data("nas1", NOW + 30, NOW + 90, now=NOW + 3 * 3600)
+        assert rep.recomputed == [("hour", NOW)]  # the minutes have no seconds left to be rebuilt from
+        assert _host_sums(s, "nfs_m", "nas1", NOW, NOW + 120) == []  # both straddling minutes, whole
+        assert _host_sums(s, "nfs_m", "nas1", NOW + 120, NOW + 240) != []
+        s.rollup(NOW + 3 * 3600)
+        assert _group_sums(s, "nfs_h", DIMS, NOW, NOW + 3600) == _group_sums(s, "nfs_m", DIMS, NOW, NOW + 3600)
+    finally:
+        s.close()
+
+
+def test_retention_set_by_an_admin_outlives_a_restart(tmp_path):
+    default = {"second": 48 * 3600, "minute": 30 * 86400, "hour": 365 * 86400}
+    s = DuckDBStore(tmp_path / "k.duckdb", retain=dict(default))
+    assert s.retention_origin() is None
+    s.set_retention({"second": 7200, "minute": 86400, "hour": 30 * 86400}, "alice", 1234.5)
+    s.close()
+    s = DuckDBStore(tmp_path / "k.duckdb", retain=dict(default))
+    try:
+        assert s.retain == {"second": 7200, "minute": 86400, "hour": 30 * 86400}
+        assert s.retention_origin() == ("alice", 1234.5)
+        # and it is what ingest and prune follow
+        old = nfs_frame(NOW - 3 * 3600, [("c", "read", "/a", 1, 1, {})], seq=1)
+        assert "older than the seconds retention" in s.ingest([old], received_at=NOW).rejected[0]["reason"]
+    finally:
+        s.close()

@@ -25,7 +25,7 @@ from ..service import Loupe
 from ..store.base import StoreUnavailable
 from .deps import ViewerAuth
 from .routes import (
-    audit, auth, clients, ingest, live, metrics, prom, query, runs, sources, status, tokens, users, worksheets,
+    audit, auth, clients, data, ingest, live, metrics, prom, query, runs, sources, status, tokens, users, worksheets,
 )
 
 log = logging.getLogger("loupe")
@@ -55,6 +55,7 @@ api.include_router(live.router)
 api.include_router(users.router)
 api.include_router(tokens.router)
 api.include_router(audit.router)
+api.include_router(data.router)
 
 # The built UI loads only its own files: no inline script, no other origin.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -84,6 +84,14 @@ class PruneReport:
     bytes_after: int
 
 
+@dataclass
+class DeleteReport:
+    rows: dict[str, int]  # table -> rows deleted (or that would be, in a dry run)
+    recomputed: list[tuple[str, int]]  # (tier, period start) of coarser periods rebuilt from what remains
+    bytes_before: int
+    bytes_after: int
+
+
 class Store(abc.ABC):
     @abc.abstractmethod
     def ingest(self, frames: list[Frame], *, received_at: float) -> IngestOutcome: ...
@@ -125,6 +133,28 @@ class Store(abc.ABC):
     def prune(self, now: int, *, wait: bool = True) -> PruneReport | None: ...
 
     @abc.abstractmethod
+    def set_retention(self, retain: dict[str, int], by: str, at: float) -> None:
+        """Keep each tier ('second', 'minute', 'hour') this many seconds from now on; persisted,
+        so it outlives a restart and wins over the configured default."""
+
+    @abc.abstractmethod
+    def retention_origin(self) -> tuple[str, float] | None:
+        """(who, when) set the retention in force, or None while it is the configured default."""
+
+    @abc.abstractmethod
+    def extent(self) -> dict[str, tuple[int, int | None, int | None]]:
+        """Per tier ('second', 'minute', 'hour'): (rows, oldest period start, newest)."""
+
+    @abc.abstractmethod
+    def delete_data(self, host: str | None, start: int | None, end: int | None, *, dry_run: bool = False,
+                    now: int) -> DeleteReport:
+        """Delete the statistics of `host` (every host: None) in seconds [start, end) (None: unbounded).
+
+        Seconds go exactly. A minute or hour that straddles an edge is rebuilt from what remains
+        of the finer tier while that tier still holds it, and deleted whole where it no longer does.
+        Sequence marks are kept, so a replayed frame does not bring deleted data back."""
+
+    @abc.abstractmethod
     def compact(self, now: int, *, wait: bool = True) -> int:
         """Re-sort settled seconds for cheap per-element scans; returns rows moved."""
 
@@ -144,6 +174,10 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def size_bytes(self) -> int: ...
+
+    @abc.abstractmethod
+    def memory(self) -> tuple[int, int]:
+        """(bytes the engine holds in memory now, the most it may hold)."""
 
     @abc.abstractmethod
     def ping(self) -> None:

@@ -32,8 +32,10 @@ chart never has a hole at its right edge.
 from __future__ import annotations
 
 import heapq
+import json
 import logging
 import os
+import re
 import threading
 import time
 from collections import defaultdict
@@ -49,7 +51,7 @@ import pyarrow.compute as pc
 from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family, bucket_label
 from ..frame import Frame, SourceStatus
 from ..timerange import SECOND_STEP_GRAIN, Window
-from .base import Aggregate, Heatmap, IngestOutcome, PruneReport, Statistic, Store, StoreUnavailable
+from .base import Aggregate, DeleteReport, Heatmap, IngestOutcome, PruneReport, Statistic, Store, StoreUnavailable
 from .ingest_log import IngestLog
 
 log = logging.getLogger("loupe.store")
@@ -132,6 +134,18 @@ def _per_element_sql(names: list[str], src: str) -> str:
             f"FROM {src} GROUP BY GROUPING SETS ({sets})")
 
 
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def _parse_bytes(text: str) -> int:
+    """DuckDB's size settings as bytes: '1.0 GiB', '953.6 MiB', '1GB'."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?i?B)\s*", text, re.IGNORECASE)
+    if m is None:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
 class DuckDBStore(Store):
     def __init__(
         self,
@@ -143,11 +157,13 @@ class DuckDBStore(Store):
         clock=time.time,
         stage_flush_rows: int = 200_000,
         stage_max_rows: int = 5_000_000,
+        memory_limit: str | None = None,
     ) -> None:
         """`stage_flush_rows`: an ingest that leaves more rows waiting wakes the flush thread (see
         wait_flush), or with none writes them itself (bulk loads); `stage_max_rows`: beyond this
         the store is not keeping up, and ingest is refused (503, retried by agents) instead of
-        growing memory without bound."""
+        growing memory without bound. `memory_limit`: DuckDB's buffer pool bound (its default is
+        80 % of the machine's RAM, which a NAS needs for its own cache)."""
         self.path = str(path)
         self.retain = retain or {"second": 48 * 3600, "minute": 30 * 86400, "hour": 365 * 86400}
         self.top_files = top_files
@@ -162,6 +178,8 @@ class DuckDBStore(Store):
         # Checkpoints run from the upkeep thread (checkpoint()), not inline in an ingest commit
         # once the WAL passes DuckDB's 16 MB default; the WAL still makes every commit durable.
         self._db.execute("SET checkpoint_threshold = '1GB'")
+        if memory_limit:
+            self._db.execute(f"SET memory_limit = '{memory_limit}'")  # validated by Settings
         self._local = threading.local()
         self._columns: dict[str, list[str]] = {}
         self.use_totals = True  # False: every breakdown scans the tiers (tests and the bench compare both)
@@ -185,6 +203,12 @@ class DuckDBStore(Store):
             self._sources[(a, n)] = dict(agent=a, name=n, host=h, families=fams.split(",") if fams else [],
                                          state=st, reason=rs, demo=bool(demo), last_seen=seen)
         self._check_layout()
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'retain'").fetchone()
+        self._retain_origin: tuple[str, float] | None = None
+        if row:  # an admin's choice outlives restarts and wins over the configured default
+            saved = json.loads(row[0])
+            self.retain.update({k: int(saved[k]) for k in ("second", "minute", "hour")})
+            self._retain_origin = (saved["by"], float(saved["at"]))
         row = self._db.execute("SELECT value FROM meta WHERE key = 'compacted_upto'").fetchone()
         self._compacted = int(row[0]) if row else 0
         # per family: no settled second at or after this (raised by compaction)
@@ -1240,6 +1264,87 @@ class DuckDBStore(Store):
             log.info("pruned %s rows (%s); store %d -> %d bytes", sum(deleted.values()), deleted, before, after)
         return PruneReport(deleted, before, after)
 
+    def set_retention(self, retain: dict[str, int], by: str, at: float) -> None:
+        value = json.dumps({**{k: int(retain[k]) for k in ("second", "minute", "hour")}, "by": by, "at": at})
+        with self._wlock:
+            self._cur.execute("INSERT OR REPLACE INTO meta VALUES ('retain', ?)", [value])
+            self.retain.update({k: int(retain[k]) for k in ("second", "minute", "hour")})
+            self._retain_origin = (by, at)
+
+    def retention_origin(self) -> tuple[str, float] | None:
+        return self._retain_origin
+
+    def extent(self) -> dict[str, tuple[int, int | None, int | None]]:
+        out = {}
+        with self._wlock:
+            self.flush()  # acknowledged rows still in the ingest log count too
+        cur = self._cur
+        for tier, suffixes in (("second", ("s", "s_hot")), ("minute", ("m",)), ("hour", ("h",))):
+            rows, lo, hi = 0, None, None
+            for fam in FAMILIES:
+                for sfx in suffixes:
+                    # fetchall: a result left unread keeps its transaction open, and close() cannot checkpoint
+                    (n, a, b), = cur.execute(f"SELECT count(*), min(ts), max(ts) FROM {fam}_{sfx}").fetchall()
+                    rows += n
+                    lo = a if lo is None or (a is not None and a < lo) else lo
+                    hi = b if hi is None or (b is not None and b > hi) else hi
+            out[tier] = (rows, lo, hi)
+        return out
+
+    # (table suffix, period length): every table holding statistics, by the period its ts starts
+    _TABLES = (("s_hot", 1), ("s", 1), ("k_s", 1), ("m", 60), ("k_m", 60), ("k_t", 60), ("h", 3600), ("k_h", 3600))
+
+    def delete_data(self, host: str | None, start: int | None, end: int | None, *, dry_run: bool = False,
+                    now: int) -> DeleteReport:
+        lo = -(2**62) if start is None else start
+        hi = 2**62 if end is None else end
+
+        def edges(length: int) -> list[int]:  # periods that straddle an edge of [lo, hi)
+            return sorted({e - e % length for e in (start, end) if e is not None and e % length})
+
+        # An edge period is rebuilt from the finer tier while that still holds all of it.
+        rebuild = {"m": [p for p in edges(60) if p >= now - self.retain["second"]],
+                   "h": [p for p in edges(3600) if p >= now - self.retain["minute"]]}
+        with self._settled_writer(True), self._wlock:
+            self.flush()  # staged rows of the range go to the tables first, and go with them
+            before = self.size_bytes()
+            cur = self._cur
+            where = "ts < ? AND ts + ? > ?" + (" AND host = ?" if host is not None else "")
+            rows: dict[str, int] = {}
+            cur.begin()
+            try:
+                for fam in FAMILIES:
+                    for sfx, length in self._TABLES:
+                        params = [hi, length, lo] + ([host] if host is not None else [])
+                        verb = "SELECT count(*) FROM" if dry_run else "DELETE FROM"
+                        n = int(cur.execute(f"{verb} {fam}_{sfx} WHERE {where}", params).fetchone()[0])
+                        if n:
+                            rows[f"{fam}_{sfx}"] = n
+                dirty = [(f, t, p) for f in FAMILIES for t, ps in
+                         (("m", rebuild["m"]), ("t", [p for p in rebuild["m"] if p >= self._compacted]),
+                          ("h", rebuild["h"])) for p in ps]
+                if dry_run:
+                    cur.rollback()
+                else:
+                    for key in dirty:
+                        if key not in self._dirty:
+                            cur.execute("INSERT INTO dirty VALUES (?, ?, ?)", list(key))
+                    if host is not None and start is None and end is None:
+                        cur.execute("DELETE FROM hosts WHERE host = ?", [host])
+                    cur.commit()
+            except BaseException:
+                cur.rollback()
+                raise
+            if not dry_run:
+                with self._slock:
+                    self._dirty.update(dirty)
+                if host is not None and start is None and end is None:
+                    self._hosts.discard(host)
+                if rows:
+                    self._checkpoint()
+        recomputed = [("minute", p) for p in rebuild["m"]] + [("hour", p) for p in rebuild["h"]]
+        return DeleteReport(rows, recomputed, before, self.size_bytes())
+
     def compact(self, now: int, *, wait: bool = True) -> int:
         with self._settled_writer(wait) as mine:
             return self._compact(now) if mine else 0
@@ -1409,6 +1514,12 @@ class DuckDBStore(Store):
             except OSError:
                 pass
         return total
+
+    def memory(self) -> tuple[int, int]:
+        cur = self._cur
+        used = cur.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0]
+        limit = cur.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        return int(used), _parse_bytes(limit)
 
     def ping(self) -> None:
         self._cur.execute("SELECT 1").fetchone()

@@ -61,3 +61,19 @@ export function useRevokeToken() {
     ['tokens'],
   )
 }
+
+export type RetentionPublic = Schemas['RetentionPublic']
+export type DataDeleted = Schemas['DataDeleted']
+
+export function useRetention() {
+  return useQuery({ queryKey: ['retention'], queryFn: async () => unwrap(await api.GET('/api/v1/retention')), refetchInterval: 30_000 })
+}
+
+export function useSetRetention() {
+  return useAdminMutation(async (body: Schemas['RetentionUpdate']) => unwrap(await api.PUT('/api/v1/retention', { body })), ['retention'])
+}
+
+/** A dry run only counts; a real one also refreshes what the store holds and the hosts it knows. */
+export function useDeleteData() {
+  return useAdminMutation(async (body: Schemas['DataDelete']) => unwrap(await api.POST('/api/v1/data/delete', { body })), ['retention', 'status', 'query', 'heatmap', 'members'])
+}

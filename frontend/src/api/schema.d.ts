@@ -140,6 +140,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/data/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Delete a host's or a time range's statistics (admin); dry_run counts them first */
+        post: operations["delete_data_api_v1_data_delete_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/heatmap": {
         parameters: {
             query?: never;
@@ -218,6 +235,24 @@ export interface paths {
         /** Time series of a statistic, top N plus other */
         get: operations["query_api_v1_query_get"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How long each tier is kept, and what it holds */
+        get: operations["get_retention_api_v1_retention_get"];
+        /** Keep each tier this long from now on (admin); data beyond it is removed at once */
+        put: operations["set_retention_api_v1_retention_put"];
         post?: never;
         delete?: never;
         options?: never;
@@ -825,6 +860,59 @@ export interface components {
              */
             n: number;
         };
+        /** DataDelete */
+        DataDelete: {
+            /**
+             * Dry Run
+             * @description Count what would go, delete nothing
+             * @default false
+             */
+            dry_run: boolean;
+            /**
+             * End
+             * @description Second just after the range (unix); unbounded if absent
+             */
+            end?: number | null;
+            /**
+             * Host
+             * @description Only this host's data; all hosts if absent
+             */
+            host?: string | null;
+            /**
+             * Start
+             * @description First second deleted (unix); unbounded if absent
+             */
+            start?: number | null;
+        };
+        /** DataDeleted */
+        DataDeleted: {
+            /** Bytes After */
+            bytes_after: number;
+            /** Bytes Before */
+            bytes_before: number;
+            /** Dry Run */
+            dry_run: boolean;
+            /** End */
+            end: number | null;
+            /** Host */
+            host: string | null;
+            /**
+             * Rebuilt
+             * @description Minutes and hours straddling an edge, rebuilt from the finer tier so their data outside the range stays; a straddling period whose finer tier is already pruned is deleted whole
+             */
+            rebuilt: components["schemas"]["RebuiltPeriod"][];
+            /**
+             * Rows
+             * @description Rows deleted (or that would be), by table
+             */
+            rows: {
+                [key: string]: number;
+            };
+            /** Start */
+            start: number | null;
+            /** Total Rows */
+            total_rows: number;
+        };
         /** DiagnosisDisk */
         DiagnosisDisk: {
             /** Disk */
@@ -1164,6 +1252,93 @@ export interface components {
              * @description Rate of the whole statistic at each point
              */
             total: number[];
+        };
+        /** RebuiltPeriod */
+        RebuiltPeriod: {
+            /** Start */
+            start: number;
+            /**
+             * Tier
+             * @enum {string}
+             */
+            tier: "minute" | "hour";
+        };
+        /** RetentionPublic */
+        RetentionPublic: {
+            /**
+             * Hour
+             * @description Seconds the per-hour tier is kept
+             */
+            hour: number;
+            /**
+             * Minute
+             * @description Seconds the per-minute tier is kept
+             */
+            minute: number;
+            /**
+             * Second
+             * @description Seconds the per-second tier is kept
+             */
+            second: number;
+            /** Set At */
+            set_at: number | null;
+            /**
+             * Set By
+             * @description Who set it; None while it is the configured default (LOUPE_RETAIN_*)
+             */
+            set_by: string | null;
+            /** Store Bytes */
+            store_bytes: number;
+            /** Tiers */
+            tiers: components["schemas"]["TierExtent"][];
+        };
+        /** RetentionSet */
+        RetentionSet: {
+            /**
+             * Hour
+             * @description Seconds the per-hour tier is kept
+             */
+            hour: number;
+            /**
+             * Minute
+             * @description Seconds the per-minute tier is kept
+             */
+            minute: number;
+            /**
+             * Pruned
+             * @description Rows the new retention removed at once, by table
+             */
+            pruned: {
+                [key: string]: number;
+            };
+            /**
+             * Second
+             * @description Seconds the per-second tier is kept
+             */
+            second: number;
+            /** Set At */
+            set_at: number | null;
+            /**
+             * Set By
+             * @description Who set it; None while it is the configured default (LOUPE_RETAIN_*)
+             */
+            set_by: string | null;
+            /** Store Bytes */
+            store_bytes: number;
+            /** Tiers */
+            tiers: components["schemas"]["TierExtent"][];
+        };
+        /** RetentionUpdate */
+        RetentionUpdate: {
+            /** Hour */
+            hour: number;
+            /** Minute */
+            minute: number;
+            /**
+             * Second
+             * @description At least 2 h: an hour of seconds must be rollable
+             */
+            second: number;
         };
         /** Row */
         Row: {
@@ -1647,6 +1822,28 @@ export interface components {
             where?: {
                 [key: string]: string[];
             };
+        };
+        /** TierExtent */
+        TierExtent: {
+            /**
+             * Keep S
+             * @description Seconds this tier is kept
+             */
+            keep_s: number;
+            /** Newest */
+            newest: number | null;
+            /**
+             * Oldest
+             * @description Oldest period stored (unix), None when empty
+             */
+            oldest: number | null;
+            /** Rows */
+            rows: number;
+            /**
+             * Tier
+             * @enum {string}
+             */
+            tier: "second" | "minute" | "hour";
         };
         /** TokenCreate */
         TokenCreate: {
@@ -2519,6 +2716,84 @@ export interface operations {
             };
         };
     };
+    delete_data_api_v1_data_delete_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DataDelete"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DataDeleted"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     heatmap_api_v1_heatmap_get: {
         parameters: {
             query: {
@@ -2884,6 +3159,158 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueryResult"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_retention_api_v1_retention_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionPublic"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_retention_api_v1_retention_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionSet"];
                 };
             };
             /** @description A parameter is wrong (detail says which and why) */

@@ -1,4 +1,4 @@
-// Admin: users and roles, bearer tokens (a new token's secret is shown once), and the audit log.
+// Admin: users and roles, bearer tokens (a new token's secret is shown once), data (AdminData) and the audit log.
 // Every string here came from a user or an agent: React escapes it; nothing is set as HTML.
 import { useState, type FormEvent } from 'react'
 import {
@@ -8,6 +8,8 @@ import {
 import { ROLE_HELP, ROLES, type Role } from '../auth/roles'
 import type { Me } from '../auth/session'
 import { formatDateTime } from '../lib/format'
+import { AdminData } from './AdminData'
+import { ErrorLine } from '../components/ErrorLine'
 
 function RoleOptions() {
   return ROLES.map((r) => (
@@ -15,14 +17,6 @@ function RoleOptions() {
       {r}
     </option>
   ))
-}
-
-function ErrorLine({ error }: { error: Error | null }) {
-  return error ? (
-    <div className="error" role="alert" data-testid="admin-error">
-      {error.message}
-    </div>
-  ) : null
 }
 
 function Users({ me }: { me: Me }) {
@@ -244,11 +238,12 @@ function Audit() {
 }
 
 export function AdminPage({ me }: { me: Me }) {
-  if (me.role !== 'admin') return <div className="empty big">Only admins manage users and tokens.</div>
+  if (me.role !== 'admin') return <div className="empty big">Only admins manage users, tokens and data.</div>
   return (
     <main className="page admin-page" data-testid="admin-page">
       <Users me={me} />
       <Tokens />
+      <AdminData />
       <Audit />
     </main>
   )
