@@ -91,3 +91,52 @@ def test_without_privileges_the_agent_runs_procfs_only_and_says_why(server_facto
     assert src["bpf.disk"]["state"] == "off" and "needs root" in src["bpf.disk"]["reason"], src["bpf.disk"]
     assert src["procfs.disk"]["state"] == "active"  # nothing supersedes it, so it keeps counting
     assert s.get("/api/v1/sources")["families"]["disk"] is True
+
+
+def _unit_capabilities() -> list[str]:
+    """The capabilities deploy/loupe-agent.service gives the agent (bounding set = ambient set)."""
+    keys = {}
+    for line in (REPO / "deploy" / "loupe-agent.service").read_text().splitlines():
+        k, _, v = line.partition("=")
+        keys[k.strip()] = v.split()
+    assert keys["CapabilityBoundingSet"] == keys["AmbientCapabilities"], keys
+    return keys["CapabilityBoundingSet"]
+
+
+def test_the_systemd_units_capabilities_are_all_the_bpf_probes_need(server_factory, tmp_path):
+    """The agent as loupe-agent.service runs it: uid 0 holding exactly the unit's capabilities.
+    Every BPF probe this kernel can run loads; with CAP_BPF taken away, they say why."""
+    require_bpf()
+    if not shutil.which("setpriv"):
+        pytest.fail("setpriv (util-linux) is missing")
+    caps = _unit_capabilities()
+    assert caps == ["CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN", "CAP_SYS_RESOURCE"]
+    s = server_factory("--no-local-agent")
+    token = (tmp_path / "data" / "ingest.token").read_text().strip()
+
+    def agent(held, until):
+        """The agent holding only `held`, until the server's view of its BPF sources satisfies `until`."""
+        bounding = "-all," + ",".join("+" + c.removeprefix("CAP_").lower() for c in held)
+        proc = subprocess.Popen(
+            ["setpriv", "--bounding-set", bounding, "--inh-caps", "-all", "--",
+             sys.executable, "-m", "loupe_probes.agent", "--server", s.base, f"--token={token}",
+             "--sources", "bpf.disk,bpf.cpu,bpf.net,bpf.nfswire,procfs.cpu"],  # procfs: a frame to carry the status
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            bpf = lambda: {n: x for n, x in _sources(s).items() if n.startswith("bpf.")}  # noqa: E731
+            s.wait_for(lambda: until(bpf()), timeout=90, what=f"the BPF sources with {held}")
+            return bpf()
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    # the NFS wire decoder's programs take the verifier some seconds: wait for it, not a fixed time
+    src = agent(caps, lambda b: len(b) == 4 and all(x["state"] == "active" for x in b.values()))
+    assert set(src) == {"bpf.disk", "bpf.cpu", "bpf.net", "bpf.nfswire"}
+    src = agent([c for c in caps if c != "CAP_BPF"],
+                lambda b: all(x["state"] == "off" and "needs root" in (x["reason"] or "") for x in b.values()))
+    assert len(src) == 4

@@ -4,6 +4,7 @@ the demo NAS, and a kill -9 restart. Servers are started and stopped by PID."""
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import httpx
@@ -36,6 +37,11 @@ def test_serve_shows_this_machines_real_cpu_disk_and_network(server_factory):
     if not src["families"]["nfs"]:
         assert all(x["reason"] for x in nfs) and "bpf.nfs" in src["missing"]["nfs"]
     assert all(not x["demo"] for x in src["sources"])
+    # the health check of the container and compose file, over plain HTTP here
+    port = s.base.rsplit(":", 1)[1]
+    h = subprocess.run([sys.executable, "-m", "loupe.cli", "health", "--port", port], capture_output=True, text=True,
+                       timeout=30, env={k: v for k, v in os.environ.items() if not k.startswith("LOUPE_")})
+    assert h.returncode == 0 and f"http://127.0.0.1:{port}/healthz: ok" in h.stdout, h.stdout + h.stderr
 
 
 def test_demo_nas_with_history_and_drilldown(server_factory):
@@ -100,6 +106,14 @@ def test_serve_over_tls_with_its_own_agents_and_secure_cookies(server_factory, t
     assert login.status_code == 200
     assert "secure" in login.headers["set-cookie"].lower()
     assert login.headers["strict-transport-security"].startswith("max-age=")
+    # the health check the container and compose use speaks HTTPS to it, trusting exactly its certificate
+    port = s.base.rsplit(":", 1)[1]
+    env = {**os.environ, "LOUPE_TLS_CERT": str(cert), "LOUPE_PORT": port}
+    h = subprocess.run([sys.executable, "-m", "loupe.cli", "health"], capture_output=True, text=True, env=env, timeout=30)
+    assert h.returncode == 0 and f"https://127.0.0.1:{port}/healthz: ok" in h.stdout, h.stdout + h.stderr
+    plain = {k: v for k, v in env.items() if k != "LOUPE_TLS_CERT"}
+    h = subprocess.run([sys.executable, "-m", "loupe.cli", "health"], capture_output=True, text=True, env=plain, timeout=30)
+    assert h.returncode == 1 and f"http://127.0.0.1:{port}/healthz" in h.stderr, h.stdout + h.stderr
     # plain HTTP on the same port gets no answer, and the system CAs do not trust this certificate
     with pytest.raises(httpx.HTTPError):
         httpx.get(s.base.replace("https://", "http://") + "/healthz", timeout=5)
