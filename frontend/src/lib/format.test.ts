@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatAmount, formatAxis, formatClock, formatRate, formatShare, formatTick, sig3 } from './format'
+import { formatAmount, formatAxis, formatClock, formatRate, formatShare, formatTick, localToUnix, sig3 } from './format'
 
 describe('sig3', () => {
   it('keeps three significant digits and groups thousands', () => {
@@ -57,5 +57,15 @@ describe('time ticks', () => {
     expect(formatTick(t, 600)).toBe('14:03:07')
     expect(formatTick(t, 86400)).toBe('14:03')
     expect(formatTick(t, 604800)).toBe('11-22 14:03')
+  })
+})
+
+describe('localToUnix', () => {
+  it('reads the browser local time', () => {
+    expect(localToUnix('2026-11-24T10:00')).toBe(Math.floor(new Date(2026, 10, 24, 10, 0).getTime() / 1000))
+  })
+  it('is unbounded when empty and says so when unreadable', () => {
+    expect(localToUnix('')).toBeNull()
+    expect(localToUnix('not a time')).toBe('invalid')
   })
 })

@@ -89,3 +89,10 @@ export function formatDateTime(unixSeconds: number): string {
 export function formatBytes(v: number): string {
   return formatAmount(v, 'bytes')
 }
+
+/** A datetime-local value (the browser's local time) as unix seconds; '' is none (null). */
+export function localToUnix(value: string): number | null | 'invalid' {
+  if (!value) return null
+  const ms = new Date(value).getTime()
+  return Number.isNaN(ms) ? 'invalid' : Math.floor(ms / 1000)
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { describeKeep, describeScope, localToUnix, rowsByTier, toUnits } from './retention'
+import { describeKeep, describeScope, rowsByTier, toUnits } from './retention'
 
 describe('retention units', () => {
   it.each([
@@ -11,16 +11,6 @@ describe('retention units', () => {
   ])('%d s is %o (%s)', (s, units, words) => {
     expect(toUnits(s)).toEqual(units)
     expect(describeKeep(s)).toBe(words)
-  })
-})
-
-describe('localToUnix', () => {
-  it('reads the browser local time', () => {
-    expect(localToUnix('2026-11-24T10:00')).toBe(Math.floor(new Date(2026, 10, 24, 10, 0).getTime() / 1000))
-  })
-  it('is unbounded when empty and says so when unreadable', () => {
-    expect(localToUnix('')).toBeNull()
-    expect(localToUnix('not a time')).toBe('invalid')
   })
 })
 

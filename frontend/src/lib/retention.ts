@@ -13,13 +13,6 @@ export function describeKeep(seconds: number): string {
   return `${n} ${n === 1 ? unit.slice(0, -1) : unit}`
 }
 
-/** A datetime-local value (the browser's local time) as unix seconds; '' is unbounded (null). */
-export function localToUnix(value: string): number | null | 'invalid' {
-  if (!value) return null
-  const ms = new Date(value).getTime()
-  return Number.isNaN(ms) ? 'invalid' : Math.floor(ms / 1000)
-}
-
 const TIER_OF: Record<string, string> = { s_hot: 'seconds', s: 'seconds', k_s: '', m: 'minutes', k_m: '', k_t: '', h: 'hours', k_h: '' }
 
 /** Rows by tier from the API's rows by table ('nfs_s_hot', 'disk_m', ...); the totals tables are

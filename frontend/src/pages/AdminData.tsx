@@ -3,9 +3,9 @@
 import { useEffect, useState, type FormEvent } from 'react'
 import { useDeleteData, useRetention, useSetRetention, type DataDeleted, type RetentionPublic } from '../api/admin'
 import { useStatus } from '../api/hooks'
-import { formatBytes, formatDateTime } from '../lib/format'
+import { formatBytes, formatDateTime, localToUnix } from '../lib/format'
 import { ErrorLine } from '../components/ErrorLine'
-import { describeKeep, describeScope, localToUnix, rowsByTier, toUnits, UNIT_SECONDS, type Unit } from '../lib/retention'
+import { describeKeep, describeScope, rowsByTier, toUnits, UNIT_SECONDS, type Unit } from '../lib/retention'
 
 type Tier = 'second' | 'minute' | 'hour'
 const TIERS: Tier[] = ['second', 'minute', 'hour']

@@ -7,8 +7,8 @@ import { HeatmapCard } from '../worksheet/HeatmapCard'
 import { OpenWorksheet, SaveWorksheet } from '../worksheet/SaveOpen'
 import { TimeseriesCard } from '../worksheet/TimeseriesCard'
 import { useWorksheet } from '../state/useWorksheet'
-import { pauseTime, RANGES, statisticKeys, type Statistic } from '../state/url'
-import { formatDateTime } from '../lib/format'
+import { pauseTime, statisticKeys, type Statistic } from '../state/url'
+import { TimeToolbar } from '../worksheet/TimeToolbar'
 
 type Panel = 'add' | 'save' | 'open' | null
 
@@ -72,31 +72,7 @@ export function WorksheetPage() {
             />
           </MenuButton>
         </div>
-        <div className="toolbar-group">
-          <button
-            className={`button ${ws.paused ? 'button-warn' : ''}`}
-            data-testid="pause-button"
-            aria-pressed={ws.paused}
-            onClick={() => update((w) => ({ ...w, paused: !w.paused, at: w.paused ? null : pauseTime(Date.now()) }))}
-            title={ws.paused ? 'Resume live updates' : 'Pause: stop live updates and keep this range'}
-          >
-            {ws.paused ? '▶ Resume' : '❚❚ Pause'}
-          </button>
-          <div className="segmented" role="group" aria-label="Time range">
-            {RANGES.map((r) => (
-              <button
-                key={r.id}
-                className={ws.range === r.id ? 'active' : ''}
-                aria-pressed={ws.range === r.id}
-                data-testid={`range-${r.id}`}
-                onClick={() => update((w) => ({ ...w, range: r.id }))}
-              >
-                {r.label}
-              </button>
-            ))}
-          </div>
-          {ws.paused && ws.at !== null && <span className="muted small">until {formatDateTime(ws.at)}</span>}
-        </div>
+        <TimeToolbar view={ws} onChange={(v) => update((w) => ({ ...w, ...v }))} />
         <div className="toolbar-group">
           <MenuButton label="Save" open={panel === 'save'} onToggle={() => toggle('save')} testId="save-button">
             <SaveWorksheet

@@ -67,7 +67,7 @@ describe('worksheet URL', () => {
     expect(state.at).toBeNull()
     expect(state.statistics).toEqual([makeStatistic('nfs.ops'), makeStatistic('disk.ops')])
     expect(warnings).toEqual([
-      'range "3y" is not one of 1m, 10m, 1h, 1d, 1w; showing 10m',
+      'range "3y" is not a span of a minute to a year like 10m, 6h, 2d or 1w; showing 10m',
       'statistic "" has no metric; it was left out',
       'top "zero" of nfs.ops is not a whole number 1..100; using 10',
       'display "pie" of nfs.ops is unknown; using area',
@@ -120,9 +120,16 @@ describe('saved worksheets', () => {
     expect(state.range).toBe('1h')
     expect(state.paused).toBe(false)
   })
-  it('fall back to 10 minutes for a range that is not a preset', () => {
+  it('fall back to 10 minutes for a range that is not a span', () => {
     const { state, warnings } = fromSaved({ id: 'x', name: 'x', range: { start: '2025-01-01', end: 'now' } })
     expect(state.range).toBe('10m')
-    expect(warnings[0]).toMatch(/not a preset/)
+    expect(warnings[0]).toMatch(/not a span/)
+  })
+  it('keep any span, not only the presets, in the URL and when saved', () => {
+    const ws = { ...EMPTY_WORKSHEET, range: '90m', paused: true, at: 1_800_000_000 }
+    expect(encodeWorksheet(ws)).toBe('?range=90m&paused=1&at=1800000000')
+    expect(decodeWorksheet('?range=90m').state.range).toBe('90m')
+    expect(apiRange(ws)).toEqual({ start: '1799994600', end: '1800000000' })
+    expect(fromSaved({ id: 'x', name: 'x', range: { start: '-30d', end: 'now' } }).state.range).toBe('30d')
   })
 })

@@ -11,6 +11,7 @@
 // Decoding never throws: what cannot be read falls back to a default and is
 // reported in `warnings`.
 import type { WorksheetStatistic } from '../api/client'
+import { parseSpan } from './time'
 
 export const RANGES = [
   { id: '1m', label: '1 min', seconds: 60 },
@@ -20,7 +21,8 @@ export const RANGES = [
   { id: '1w', label: '1 week', seconds: 604800 },
 ] as const
 
-export type RangeId = (typeof RANGES)[number]['id']
+/** A span: a preset id or any other like '90m', '3h', '30d' (state/time.ts). */
+export type RangeId = string
 export type Display = 'area' | 'line' | 'heatmap'
 export const DISPLAYS: readonly Display[] = ['area', 'line', 'heatmap']
 export const DEFAULT_RANGE: RangeId = '10m'
@@ -50,11 +52,11 @@ export const EMPTY_WORKSHEET: WorksheetState = {
 }
 
 export function rangeSeconds(range: RangeId): number {
-  return RANGES.find((r) => r.id === range)?.seconds ?? 600
+  return parseSpan(range) ?? 600
 }
 
 export function isRangeId(v: string): v is RangeId {
-  return RANGES.some((r) => r.id === v)
+  return parseSpan(v) !== null
 }
 
 /**
@@ -195,7 +197,7 @@ export function decodeWorksheet(search: string): { state: WorksheetState; warnin
       }
       case 'range':
         if (isRangeId(raw)) state.range = raw
-        else warnings.push(`range "${safeDecode(raw) ?? raw}" is not one of ${RANGES.map((r) => r.id).join(', ')}; showing ${DEFAULT_RANGE}`)
+        else warnings.push(`range "${safeDecode(raw) ?? raw}" is not a span of a minute to a year like 10m, 6h, 2d or 1w; showing ${DEFAULT_RANGE}`)
         break
       case 'paused':
         state.paused = raw === '1' || raw === 'true'
@@ -252,7 +254,7 @@ export function fromSaved(saved: {
   const rel = start.startsWith('-') ? start.slice(1) : ''
   let range: RangeId = DEFAULT_RANGE
   if (isRangeId(rel)) range = rel
-  else warnings.push(`saved range "${start}" is not a preset; showing ${DEFAULT_RANGE}`)
+  else warnings.push(`saved range "${start}" is not a span like -10m or -2d; showing ${DEFAULT_RANGE}`)
   const statistics = (saved.statistics ?? []).map((s) => {
     const display = (DISPLAYS as readonly string[]).includes(s.display) ? (s.display as Display) : 'area'
     return makeStatistic(s.metric, s.by ?? null, s.where ?? {}, display, s.top ?? DEFAULT_TOP)

@@ -1,0 +1,152 @@
+// The worksheet's time controls, after Fishworks': back, forward, forward to now, pause, zoom,
+// a unit per button (shift-click for one more), and an absolute range. Keys: ← → End, space
+// (pause), + and - (zoom), n h d w m (minute … month; with shift, one more).
+import { useEffect, useState, type MouseEvent } from 'react'
+import { MenuButton } from '../components/MenuButton'
+import { Popover } from '../components/Popover'
+import { formatDateTime, localToUnix } from '../lib/format'
+import { absolute, back, forward, parseSpan, showUnits, spanLabel, toNow, UNITS, zoom } from '../state/time'
+import { pauseTime, type WorksheetState } from '../state/url'
+
+type TimeView = Pick<WorksheetState, 'range' | 'paused' | 'at'>
+type Props = { view: TimeView; onChange: (v: TimeView) => void }
+
+const nowS = () => Math.floor(Date.now() / 1000)
+
+/** datetime-local's value for a unix second, in the browser's time zone. */
+function toLocal(t: number): string {
+  const d = new Date(t * 1000)
+  const p = (n: number) => String(n).padStart(2, '0')
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
+}
+
+function RangePicker({ view, onChange, onClose }: Props & { onClose: () => void }) {
+  const end = view.paused && view.at !== null ? view.at : nowS() - 2
+  const [from, setFrom] = useState(toLocal(end - (parseSpan(view.range) ?? 600)))
+  const [to, setTo] = useState(toLocal(end))
+  const [error, setError] = useState<string | null>(null)
+  function apply() {
+    const a = localToUnix(from)
+    const b = localToUnix(to)
+    if (typeof a !== 'number' || typeof b !== 'number') return setError('give both a start and an end')
+    const next = absolute(view, a, b, nowS())
+    if (typeof next === 'string') return setError(next)
+    onChange(next)
+    onClose()
+  }
+  return (
+    <Popover onClose={onClose} align="right" label="Show a range" className="form-popover" testId="range-picker">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          apply()
+        }}
+      >
+        <label className="field-label">
+          From <input type="datetime-local" step={1} value={from} onChange={(e) => setFrom(e.target.value)} data-testid="range-from" />
+        </label>
+        <label className="field-label">
+          To <input type="datetime-local" step={1} value={to} onChange={(e) => setTo(e.target.value)} data-testid="range-to" />
+        </label>
+        {error && (
+          <div className="error" role="alert" data-testid="range-error">
+            {error}
+          </div>
+        )}
+        <div className="field-help">Local time. A range that ends now stays live.</div>
+        <button className="button button-primary" type="submit" data-testid="range-apply">
+          Show
+        </button>
+      </form>
+    </Popover>
+  )
+}
+
+export function TimeToolbar({ view, onChange }: Props) {
+  const [picking, setPicking] = useState(false)
+  const span = parseSpan(view.range) ?? 600
+  const pause = () => onChange(view.paused ? toNow(view) : { ...view, paused: true, at: pauseTime(Date.now()) })
+  const unit = (seconds: number, e: { shiftKey: boolean }) => onChange(showUnits(view, seconds, e.shiftKey))
+
+  useEffect(() => {
+    function onKey(e: KeyboardEvent) {
+      const t = e.target as HTMLElement | null
+      if (e.ctrlKey || e.metaKey || e.altKey || (t && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(t.tagName)) || t?.isContentEditable) return
+      const u = UNITS.find((x) => x.key === e.key.toLowerCase())
+      const act: Record<string, () => void> = {
+        ArrowLeft: () => onChange(back(view, nowS())),
+        ArrowRight: () => onChange(forward(view, nowS())),
+        End: () => onChange(toNow(view)),
+        ' ': pause,
+        '+': () => onChange(zoom(view, 0.5)),
+        '=': () => onChange(zoom(view, 0.5)),
+        '-': () => onChange(zoom(view, 2)),
+      }
+      const f = act[e.key] ?? (u ? () => unit(u.seconds, e) : null)
+      if (f) {
+        e.preventDefault()
+        f()
+      }
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  })
+
+  const live = !view.paused
+  return (
+    <div className="toolbar-group" data-testid="time-toolbar">
+      <div className="segmented" role="group" aria-label="Move in time">
+        <button aria-label="Back one range (←)" title="Back one range (←)" data-testid="time-back" onClick={() => onChange(back(view, nowS()))}>
+          ◀
+        </button>
+        <button
+          className={view.paused ? 'active' : ''}
+          aria-pressed={view.paused}
+          aria-label={view.paused ? 'Resume live updates (space)' : 'Pause (space)'}
+          title={view.paused ? 'Resume live updates (space)' : 'Pause: stop live updates and keep this range (space)'}
+          data-testid="pause-button"
+          onClick={pause}
+        >
+          ❚❚
+        </button>
+        <button aria-label="Forward one range (→)" title="Forward one range (→)" data-testid="time-forward" disabled={live} onClick={() => onChange(forward(view, nowS()))}>
+          ▶
+        </button>
+        <button aria-label="Forward to now (End)" title="Forward to now, live (End)" data-testid="time-now" disabled={live} onClick={() => onChange(toNow(view))}>
+          Now
+        </button>
+      </div>
+      <div className="segmented" role="group" aria-label="Zoom">
+        <button aria-label="Zoom in: half the range (+)" title="Zoom in: half the range (+)" data-testid="zoom-in" onClick={() => onChange(zoom(view, 0.5))}>
+          +
+        </button>
+        <button aria-label="Zoom out: twice the range (−)" title="Zoom out: twice the range (−)" data-testid="zoom-out" onClick={() => onChange(zoom(view, 2))}>
+          −
+        </button>
+      </div>
+      <div className="segmented" role="group" aria-label="Show">
+        {UNITS.map((u) => {
+          const n = span % u.seconds === 0 ? span / u.seconds : 0
+          return (
+            <button
+              key={u.id}
+              className={n >= 1 && (n === 1 || !UNITS.some((x) => x.seconds > u.seconds && span % x.seconds === 0)) ? 'active' : ''}
+              title={`Show a ${u.id} (${u.key}); shift-click for one more`}
+              data-testid={`show-${u.id}`}
+              onClick={(e: MouseEvent) => unit(u.seconds, e)}
+            >
+              {u.label}
+            </button>
+          )
+        })}
+      </div>
+      <MenuButton label="Range…" open={picking} onToggle={() => setPicking(!picking)} testId="range-button">
+        <RangePicker view={view} onChange={onChange} onClose={() => setPicking(false)} />
+      </MenuButton>
+      <span className="muted small" data-testid="time-shown" data-span={span}>
+        {spanLabel(span)}
+        {view.paused && view.at !== null ? ` until ${formatDateTime(view.at)}` : ', live'}
+      </span>
+    </div>
+  )
+}

@@ -1,0 +1,94 @@
+// The worksheet's time toolbar, as a person uses it on the demo NAS: back and forward a range,
+// forward to now, zoom, a unit per button (shift-click for one more), the keyboard, and an
+// absolute range; each checked against the URL and what the page shows.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { demoInBrowser, setupProblem, until } from './server.mjs'
+
+const skip = setupProblem()
+if (skip) it(`end-to-end time toolbar (skipped: ${skip})`, { skip }, () => {})
+
+const pad = (n) => String(n).padStart(2, '0')
+const local = (t) => {
+  const d = new Date(t * 1000)
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+}
+const clock = (t) => local(t).slice(11)
+
+describe('Loupe time toolbar in Chromium', { skip: skip ?? false }, () => {
+  const t = demoInBrowser({ backfill: 1500, readyMs: 120_000 })
+  const params = () => new URL(t.page.url()).searchParams
+  const shown = () => t.page.getByTestId('time-shown').textContent()
+  const lastPoint = async () => (await t.page.getByTestId('last-ts').textContent()).replace('last point ', '')
+
+  it('moves back and forward a range, zooms, and shows units', async () => {
+    const { page, server } = t
+    await page.goto(`${server.base}/?s=nfs.ops`)
+    await page.getByTestId('timeseries-chart').waitFor()
+    assert.equal(await shown(), '10 minutes, live')
+    assert.equal(await page.getByTestId('time-forward').isDisabled(), true)
+
+    // back one range: paused where the live range began, and the chart ends there
+    const before = Math.floor(Date.now() / 1000)
+    await page.getByTestId('time-back').click()
+    await until('paused a range back', async () => params().get('paused') === '1')
+    const at = Number(params().get('at'))
+    assert.ok(Math.abs(at - (before - 2 - 600)) <= 3, `${at} vs ${before - 602}`)
+    assert.equal(await shown(), `10 minutes until ${local(at).replace('T', ' ')}`)
+    await until('the chart ending at the paused time', async () => (await lastPoint()) === clock(at - 1) || (await lastPoint()) === clock(at))
+    // and forward again: that reaches now, so live
+    await page.getByTestId('time-forward').click()
+    await until('live again', async () => !params().has('paused'))
+    assert.equal(await shown(), '10 minutes, live')
+
+    // zoom in halves, zoom out doubles
+    await page.getByTestId('zoom-in').click()
+    await until('5 minutes', async () => params().get('range') === '5m')
+    await page.getByTestId('zoom-out').click()
+    await page.getByTestId('zoom-out').click()
+    await until('20 minutes', async () => params().get('range') === '20m')
+    assert.equal(await shown(), '20 minutes, live')
+
+    // a unit per button, and one more with shift
+    await page.getByTestId('show-hour').click()
+    await until('an hour', async () => params().get('range') === '1h')
+    await page.getByTestId('show-hour').click({ modifiers: ['Shift'] })
+    await until('two hours', async () => params().get('range') === '2h')
+    assert.equal(await shown(), '2 hours, live')
+    assert.equal(await page.getByTestId('show-hour').getAttribute('class'), 'active')
+    await page.getByTestId('show-month').click()
+    await until('a month', async () => params().get('range') === '30d')
+    assert.equal(await page.getByTestId('show-month').getAttribute('class'), 'active')
+    await page.getByTestId('show-minute').click()
+
+    // the keyboard: ← back, End to now, + zoom in
+    await page.locator('body').click({ position: { x: 5, y: 300 } })
+    await page.keyboard.press('ArrowLeft')
+    await until('paused by ←', async () => params().get('paused') === '1' && params().get('range') === '1m')
+    await page.keyboard.press('End')
+    await until('live by End', async () => !params().has('paused'))
+    await page.keyboard.press('d')
+    await until('a day by d', async () => params().get('range') === '1d')
+    await page.keyboard.press('-')
+    await until('two days by -', async () => params().get('range') === '2d')
+    assert.deepEqual(t.consoleErrors, [])
+  })
+
+  it('shows an absolute range, and says why it cannot show a bad one', async () => {
+    const { page } = t
+    const now = Math.floor(Date.now() / 1000)
+    await page.getByTestId('range-button').click()
+    await page.getByTestId('range-from').fill(local(now - 1200))
+    await page.getByTestId('range-to').fill(local(now - 1500))
+    await page.getByTestId('range-apply').click()
+    assert.equal(await page.getByTestId('range-error').textContent(), 'the end must be after the start')
+    await page.getByTestId('range-to').fill(local(now - 600))
+    await page.getByTestId('range-apply').click()
+    await until('the absolute range', async () => params().get('at') === String(now - 600))
+    assert.equal(params().get('range'), null) // 10 minutes: the default, left out of the URL
+    assert.equal(await shown(), `10 minutes until ${local(now - 600).replace('T', ' ')}`)
+    await until('the chart ending at the range end', async () => [clock(now - 601), clock(now - 600)].includes(await lastPoint()))
+    await t.shot('time-toolbar')
+    assert.deepEqual(t.consoleErrors, [])
+  })
+})
