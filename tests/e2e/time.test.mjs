@@ -1,6 +1,7 @@
-// The worksheet's time toolbar, as a person uses it on the demo NAS: back and forward a range,
-// forward to now, zoom, a unit per button (shift-click for one more), the keyboard, and an
-// absolute range; each checked against the URL and what the page shows.
+// The worksheet's time toolbar and legend tools, as a person uses them on the demo NAS: back and
+// forward a range, forward to now, zoom, a unit per button (shift-click for one more), the
+// keyboard, an absolute range; the legend sorted, searched and an element highlighted. Each is
+// checked against the URL and what the page shows.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { demoInBrowser, setupProblem, until } from './server.mjs'
@@ -89,6 +90,44 @@ describe('Loupe time toolbar in Chromium', { skip: skip ?? false }, () => {
     assert.equal(await shown(), `10 minutes until ${local(now - 600).replace('T', ' ')}`)
     await until('the chart ending at the range end', async () => [clock(now - 601), clock(now - 600)].includes(await lastPoint()))
     await t.shot('time-toolbar')
+    assert.deepEqual(t.consoleErrors, [])
+  })
+
+  it('sorts, searches and highlights the legend', async () => {
+    const { page, server } = t
+    await page.goto(`${server.base}/?range=10m&paused=1&s=nfs.ops;by:client;top:20`) // paused: rows hold still
+    const rows = page.getByTestId('legend-row')
+    await until('20 clients in the legend', async () => (await rows.count()) === 20)
+    const keys = () => rows.evaluateAll((rs) => rs.map((r) => r.dataset.key))
+    const values = (col) => page.getByTestId(`legend-${col}`).evaluateAll((tds) => tds.map((td) => Number(td.dataset.value)))
+    const desc = (xs) => xs.every((x, i) => i === 0 || xs[i - 1] >= x)
+    assert.ok(desc(await values('mean')), 'by mean, largest first')
+    await page.getByTestId('legend-sort-name').click()
+    const byName = [...(await keys())].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }))
+    assert.deepEqual(await keys(), byName)
+    await page.getByTestId('legend-sort-name').click()
+    assert.deepEqual(await keys(), [...byName].reverse())
+    await page.getByTestId('legend-sort-last').click()
+    assert.ok(desc(await values('last')), 'by the newest value, largest first')
+    assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'now ▾')
+
+    await page.getByTestId('legend-search').fill('10.0.0.1')
+    const found = await keys()
+    assert.ok(found.length >= 1 && found.length < 20 && found.every((k) => k.includes('10.0.0.1')), found.join())
+    await page.getByTestId('legend-search').fill('')
+    await until('all 20 back', async () => (await rows.count()) === 20)
+
+    const first = rows.first()
+    const key = await first.getAttribute('data-key')
+    await first.click({ modifiers: ['Shift'] })
+    assert.match(await first.getAttribute('class'), /legend-lit/)
+    assert.match(await rows.nth(1).getAttribute('class'), /legend-dim/)
+    assert.equal(await page.getByTestId('drill-menu').count(), 0) // a shift-click highlights, it does not drill
+    const chart = page.getByTestId('timeseries-chart')
+    assert.ok((await chart.getAttribute('aria-label')).endsWith(`, ${key} highlighted`))
+    await t.shot('legend-highlight')
+    await first.click({ modifiers: ['Shift'] })
+    assert.doesNotMatch(await chart.getAttribute('aria-label'), /highlighted/)
     assert.deepEqual(t.consoleErrors, [])
   })
 })

@@ -3,21 +3,24 @@ import type { ReactNode } from 'react'
 
 interface Props {
   onPick: (at: { x: number; y: number }) => void
+  /** A shift-click does this instead of picking (e.g. highlight the element). */
+  onShiftPick?: () => void
+  className?: string
   title: string
   testId: string
   dataKey?: string
   children: ReactNode
 }
 
-export function PickRow({ onPick, title, testId, dataKey, children }: Props) {
+export function PickRow({ onPick, onShiftPick, className, title, testId, dataKey, children }: Props) {
   return (
     <tr
-      className="legend-row"
+      className={`legend-row ${className ?? ''}`}
       data-testid={testId}
       data-key={dataKey}
       tabIndex={0}
       title={title}
-      onClick={(e) => onPick({ x: e.clientX, y: e.clientY })}
+      onClick={(e) => (e.shiftKey && onShiftPick ? onShiftPick() : onPick({ x: e.clientX, y: e.clientY }))}
       onKeyDown={(e) => {
         if (e.key !== 'Enter' && e.key !== ' ') return
         e.preventDefault()

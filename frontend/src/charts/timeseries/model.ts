@@ -47,4 +47,9 @@ export interface TimeseriesOptions {
   unit: string
   /** Spans of time to mark (benchmark runs), in unix seconds. */
   annotations?: Annotation[]
+  /** One element drawn bright and the rest faded (Fishworks' highlight), or none. */
+  highlight?: string | null
 }
+
+export type LegendSort = 'mean' | 'last' | 'name'
+

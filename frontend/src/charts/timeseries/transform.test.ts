@@ -4,6 +4,7 @@ import { ANNOTATION_KEY } from '../annotations/transform'
 import { OTHER_KEY, TOTAL_KEY, type LiveMessage } from './model'
 import {
   addLive,
+  arrangeLegend,
   addMissing,
   fromQuery,
   isEmpty,
@@ -202,5 +203,52 @@ describe('legendRows', () => {
   it('knows an empty statistic', () => {
     expect(isEmpty(fromQuery(query({ total: [0, 0, 0, 0] })))).toBe(true)
     expect(isEmpty(fromQuery(query()))).toBe(false)
+  })
+})
+
+describe('arrangeLegend', () => {
+  const d = fromQuery(query({
+    series: [
+      { key: 'host10', values: [1, 1, 1, 9], total: 3, last: 9 },
+      { key: 'host2', values: [5, 5, 5, 2], total: 4.25, last: 2 },
+      { key: 'Alpha', values: [2, 2, 2, 2], total: 2, last: 2 },
+    ],
+    other: [1, 1, 1, 1],
+  }))
+  const rows = legendRows(d)
+  const labels = (rs: { label: string }[]) => rs.map((r) => r.label)
+
+  it.each([
+    ['mean', true, ['host2', 'host10', 'Alpha', 'other']],
+    ['mean', false, ['Alpha', 'host10', 'host2', 'other']],
+    ['last', true, ['host10', 'Alpha', 'host2', 'other']],
+    ['name', false, ['Alpha', 'host2', 'host10', 'other']], // numbers in names in numeric order
+    ['name', true, ['host10', 'host2', 'Alpha', 'other']],
+  ] as const)('sorts by %s (descending: %s), other last', (sort, desc, want) => {
+    expect(labels(arrangeLegend(rows, sort, desc))).toEqual(want)
+  })
+
+  it('keeps the rows whose label holds the search, in any case', () => {
+    expect(labels(arrangeLegend(rows, 'mean', true, 'HOST'))).toEqual(['host2', 'host10'])
+    expect(labels(arrangeLegend(rows, 'mean', true, '  alp '))).toEqual(['Alpha'])
+    expect(labels(arrangeLegend(rows, 'mean', true, 'oth'))).toEqual(['other'])
+    expect(arrangeLegend(rows, 'mean', true, 'nothing like it')).toEqual([])
+    expect(rows.map((r) => r.label)).toEqual(['host2', 'host10', 'Alpha', 'other']) // the input is not reordered
+  })
+})
+
+describe('highlight', () => {
+  type S = { id: string; areaStyle?: { opacity: number }; lineStyle: { width: number; opacity: number } }
+  it('draws the highlighted element bright and fades the others', () => {
+    const opt = toOption(fromQuery(query()), { display: 'area', unit: 'ops/s', highlight: '10.0.0.9' })
+    const byId = new Map((opt.series as S[]).map((s) => [s.id, s]))
+    expect(byId.get('10.0.0.9')).toMatchObject({ areaStyle: { opacity: 0.95 }, lineStyle: { width: 2.4, opacity: 1 } })
+    expect(byId.get('10.0.0.7')).toMatchObject({ areaStyle: { opacity: 0.12 }, lineStyle: { opacity: 0.25 } })
+    expect(byId.get(OTHER_KEY)!.areaStyle!.opacity).toBe(0.12)
+  })
+  it('draws every element alike without one', () => {
+    const opt = toOption(fromQuery(query()), { display: 'area', unit: 'ops/s', highlight: null })
+    const ops = (opt.series as S[]).map((s) => s.areaStyle!.opacity)
+    expect(ops).toEqual([0.75, 0.75, 0.55])
   })
 })

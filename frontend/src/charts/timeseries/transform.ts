@@ -4,7 +4,7 @@ import type { ChartOption, LineSeries } from '../../components/EChart'
 import { annotationSeries, clipAnnotations } from '../annotations/transform'
 import { formatAxis, formatRate, formatTick } from '../../lib/format'
 import { colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
-import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LiveMessage, type TimeseriesData, type TimeseriesOptions } from './model'
+import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LegendSort, type LiveMessage, type TimeseriesData, type TimeseriesOptions } from './model'
 
 export function fromQuery(q: QueryResult): TimeseriesData {
   return {
@@ -177,16 +177,39 @@ export function stackedSeries(d: TimeseriesData): { key: string; name: string; c
   return out
 }
 
+/**
+ * The legend as the user ordered it: by mean over the range (the default, largest first), by
+ * the newest value, or by name; "other" stays last. `query` keeps the rows whose label holds
+ * it (case-insensitive).
+ */
+export function arrangeLegend(rows: LegendRow[], sort: LegendSort, desc: boolean, query = ''): LegendRow[] {
+  const q = query.trim().toLowerCase()
+  const keep = rows.filter((r) => r.key !== OTHER_KEY && (!q || r.label.toLowerCase().includes(q)))
+  const byName = (a: LegendRow, b: LegendRow) => a.label.localeCompare(b.label, undefined, { numeric: true })
+  const primary = (a: LegendRow, b: LegendRow) => (sort === 'name' ? byName(a, b) : a[sort] - b[sort])
+  keep.sort((a, b) => (desc ? -primary(a, b) : primary(a, b)) || byName(a, b)) // ties: by name
+  const other = rows.find((r) => r.key === OTHER_KEY)
+  return other && (!q || 'other'.includes(q)) ? [...keep, other] : keep
+}
+
+/** Style of a series: bright when it is the highlighted one, faded when another is. */
+function emphasis(key: string, area: boolean, highlight: string | null | undefined) {
+  const base = key === OTHER_KEY ? 0.55 : 0.75
+  if (!highlight) return { area: base, line: 1, width: area ? 0.8 : 1.6 }
+  return key === highlight ? { area: 0.95, line: 1, width: 2.4 } : { area: 0.12, line: 0.25, width: area ? 0.8 : 1.2 }
+}
+
 export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOption {
   const area = opts.display === 'area'
+  const look = (key: string) => emphasis(key, area, opts.highlight)
   const series: LineSeries[] = stackedSeries(d).map((s) => ({
     type: 'line',
     id: s.key,
     name: s.name,
     data: s.values.map((v, t) => [d.timestamps[t]! * 1000, v]),
     stack: area ? 'total' : undefined,
-    areaStyle: area ? { opacity: s.key === OTHER_KEY ? 0.55 : 0.75 } : undefined,
-    lineStyle: { width: area ? 0.8 : 1.6 },
+    areaStyle: area ? { opacity: look(s.key).area } : undefined,
+    lineStyle: { width: look(s.key).width, opacity: look(s.key).line },
     color: s.color,
     showSymbol: false,
     symbol: 'none',
