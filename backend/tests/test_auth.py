@@ -365,6 +365,9 @@ def test_security_headers_and_closed_cors(client):
         h = r.headers
         assert "script-src 'self'" in h["content-security-policy"] and "unsafe-inline" not in h["content-security-policy"].split("script-src")[1].split(";")[0]
         assert "frame-ancestors 'none'" in h["content-security-policy"]
+        # stylesheets only from the UI itself; inline style attributes (ECharts' tooltips) only
+        assert "style-src 'self';" in h["content-security-policy"]
+        assert "style-src-attr 'unsafe-inline'" in h["content-security-policy"]
         assert h["x-content-type-options"] == "nosniff" and h["x-frame-options"] == "DENY"
         assert "access-control-allow-origin" not in h
     r = client.options("/api/v1/status", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "GET"})

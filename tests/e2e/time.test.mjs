@@ -130,4 +130,34 @@ describe('Loupe time toolbar in Chromium', { skip: skip ?? false }, () => {
     assert.doesNotMatch(await chart.getAttribute('aria-label'), /highlighted/)
     assert.deepEqual(t.consoleErrors, [])
   })
+
+  it('shows the time under the pointer on every synced chart, and not on an unsynced one', async () => {
+    const { page, server } = t
+    await page.goto(`${server.base}/?range=10m&paused=1&s=nfs.ops&s=nfs.bytes`)
+    const charts = page.getByTestId('timeseries-chart')
+    await until('two charts', async () => (await charts.count()) === 2)
+    // ECharts draws its tooltip as a div inside the chart; shown means visible
+    const tip = (i) => charts.nth(i).locator('div[style*="z-index: 9999999"]')
+    const tipShown = async (i) => (await tip(i).count()) > 0 && (await tip(i).first().isVisible())
+    const hover = async () => {
+      const box = await charts.nth(0).boundingBox()
+      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5)
+      await page.mouse.move(box.x + box.width * 0.55, box.y + box.height * 0.5)
+    }
+    await hover()
+    await until('the tooltip on the hovered chart', () => tipShown(0))
+    await until('the same time on the other chart', () => tipShown(1))
+    const time0 = (await tip(0).first().textContent()).slice(0, 19)
+    assert.equal((await tip(1).first().textContent()).slice(0, 19), time0)
+    await t.shot('synced-crosshair')
+    // unsync the second chart: hovering the first no longer shows anything on it
+    await page.mouse.move(5, 5)
+    await page.getByTestId('unsync-chart').nth(1).click()
+    assert.equal(await page.getByTestId('unsync-chart').nth(1).textContent(), 'unsynced')
+    await hover()
+    await until('the tooltip on the hovered chart again', () => tipShown(0))
+    await new Promise((r) => setTimeout(r, 500))
+    assert.equal(await tipShown(1), false)
+    assert.deepEqual(t.consoleErrors, [])
+  })
 })

@@ -57,8 +57,10 @@ api.include_router(tokens.router)
 api.include_router(audit.router)
 api.include_router(data.router)
 
-# The built UI loads only its own files: no inline script, no other origin.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+# The built UI loads only its own files: no inline script, no other origin. Style attributes
+# are allowed (style-src-attr), not <style> elements: ECharts' HTML tooltip is markup with
+# inline styles, and the chart's hover values would be blocked without them.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'none'")
 

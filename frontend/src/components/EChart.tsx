@@ -45,7 +45,11 @@ interface Props {
   className?: string
   testId?: string
   ariaLabel?: string
+  /** Charts of one group share their crosshair and tooltip (ECharts' connect); none: on its own. */
+  group?: string | null
 }
+
+const connected = new Set<string>()
 
 interface RawParams {
   seriesId?: string
@@ -72,7 +76,7 @@ function toChartEvent(p: RawParams): ChartEvent {
 
 const EVENT_NAMES: ChartEventName[] = ['click', 'mousedown', 'mouseup', 'mouseover']
 
-export function EChart({ option, onEvents, style, className, testId, ariaLabel }: Props) {
+export function EChart({ option, onEvents, style, className, testId, ariaLabel, group }: Props) {
   const el = useRef<HTMLDivElement>(null)
   const chart = useRef<echarts.ECharts | null>(null)
   const shown = useRef<ChartOption | null>(null)
@@ -105,5 +109,15 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel }
     shown.current = option
   }, [option])
 
-  return <div ref={el} className={className} style={style} data-testid={testId} role="img" aria-label={ariaLabel} />
+  useEffect(() => {
+    const c = chart.current
+    if (!c) return
+    c.group = group ?? ''
+    if (group && !connected.has(group)) {
+      echarts.connect(group)
+      connected.add(group)
+    }
+  }, [group])
+
+  return <div ref={el} className={className} style={style} data-testid={testId} role="img" aria-label={ariaLabel} data-group={group ?? ''} />
 }

@@ -128,7 +128,7 @@ export function WorksheetPage() {
           return s.display === 'heatmap' ? (
             <HeatmapCard key={keys[i]} {...props} />
           ) : (
-            <TimeseriesCard key={keys[i]} {...props} onChange={(next) => replaceAt(i, next)} />
+            <TimeseriesCard key={keys[i]} {...props} group="worksheet" onChange={(next) => replaceAt(i, next)} />
           )
         })}
       </div>

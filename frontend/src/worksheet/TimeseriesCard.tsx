@@ -20,9 +20,12 @@ export interface CardProps {
   onOpen: (s: Statistic) => void
   onChange: (s: Statistic) => void
   onRemove: () => void
+  /** The worksheet's charts share a crosshair (hovering one shows the time on all) unless unsynced. */
+  group?: string
 }
 
-export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove }: CardProps) {
+export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove, group }: CardProps) {
+  const [synced, setSynced] = useState(true)
   const q = useStatisticQuery(stat, view)
   const annotations = useRunAnnotations()
   const [live, setLive] = useState<LiveMessage[]>([])
@@ -75,19 +78,32 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove 
       onRemove={onRemove}
       badges={q.data?.approximate && <ApproximateBadge notes={q.data.notes ?? []} />}
       actions={
-        <div className="segmented small" role="group" aria-label="Graph style">
-          {(['area', 'line'] as const).map((d) => (
+        <>
+          {group && (
             <button
-              key={d}
-              className={display === d ? 'active' : ''}
-              aria-pressed={display === d}
-              onClick={() => onChange({ ...stat, display: d })}
-              title={d === 'area' ? 'Mountain graph: stacked areas' : 'Line graph'}
+              className={`button small ${synced ? '' : 'button-warn'}`}
+              aria-pressed={!synced}
+              data-testid="unsync-chart"
+              title={synced ? 'Hovering this chart shows the time on all synced charts: click to keep it on its own' : 'On its own: click to share the crosshair again'}
+              onClick={() => setSynced(!synced)}
             >
-              {d === 'area' ? 'Mountain' : 'Line'}
+              {synced ? 'synced' : 'unsynced'}
             </button>
-          ))}
-        </div>
+          )}
+          <div className="segmented small" role="group" aria-label="Graph style">
+            {(['area', 'line'] as const).map((d) => (
+              <button
+                key={d}
+                className={display === d ? 'active' : ''}
+                aria-pressed={display === d}
+                onClick={() => onChange({ ...stat, display: d })}
+                title={d === 'area' ? 'Mountain graph: stacked areas' : 'Line graph'}
+              >
+                {d === 'area' ? 'Mountain' : 'Line'}
+              </button>
+            ))}
+          </div>
+        </>
       }
       footer={
         data && (
@@ -111,6 +127,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove 
           display={display}
           unit={unit}
           annotations={annotations}
+          group={group && synced ? group : null}
           by={stat.by ?? null}
           elements={q.data?.elements ?? 0}
           onPick={(row, at) => {

@@ -17,6 +17,8 @@ interface Props extends TimeseriesOptions {
   /** Distinct elements in the range (the legend shows the top ones). */
   elements: number
   onPick: (row: LegendRow, at: { x: number; y: number }) => void
+  /** Charts of one group share their crosshair. */
+  group?: string | null
 }
 
 const COLUMNS: Array<{ sort: LegendSort; label: string; className?: string }> = [
@@ -24,7 +26,7 @@ const COLUMNS: Array<{ sort: LegendSort; label: string; className?: string }> = 
   { sort: 'mean', label: 'mean', className: 'num' },
 ]
 
-export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations }: Props) {
+export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations, group }: Props) {
   const [sort, setSort] = useState<{ by: LegendSort; desc: boolean }>({ by: 'mean', desc: true })
   const [search, setSearch] = useState('')
   const [highlight, setHighlight] = useState<string | null>(null)
@@ -45,6 +47,7 @@ export function TimeseriesView({ data, display, unit, by, elements, onPick, anno
         option={option}
         className="ts-chart"
         testId="timeseries-chart"
+        group={group}
         ariaLabel={`chart of ${rows.length} series${annotationsText(marked)}${lit ? `, ${byKey.get(lit)?.label} highlighted` : ''}`}
         onEvents={{
           click: (e) => {
