@@ -2,12 +2,12 @@
 import { useMemo, useState } from 'react'
 import { useHeatmap, useMembers, useRunAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
-import { bandLabel } from '../charts/heatmap/transform'
+import { bandLabel, cropOutliers, nextCrop, type Crop } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
 import { memberDims } from '../lib/drill'
-import { formatRate, formatShare } from '../lib/format'
+import { formatAmount, formatRate, formatShare } from '../lib/format'
 import { elementLabel, middleEllipsis } from '../charts/palette'
 import { CardFrame, useCardInfo } from './CardFrame'
 import type { CardProps } from './TimeseriesCard'
@@ -20,6 +20,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
   const [band, setBand] = useState<Band | null>(null)
   const [by, setBy] = useState<string | null>(null)
+  const [crop, setCrop] = useState<Crop>(0)
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
   const members = useMembers(stat, view, req)
@@ -28,6 +29,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
   const { family, unit } = info
   const hist = metric?.histograms.find((h) => h.name === dim)
   const valueUnit = hist?.unit ?? (dim === 'latency' ? 'ns' : 'bytes')
+  const cropped = useMemo(() => (q.data ? cropOutliers(q.data, crop) : null), [q.data, crop])
 
   const membersPanel = band && (
     <div className="members" data-testid="members">
@@ -67,7 +69,22 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
   )
 
   return (
-    <CardFrame info={info} query={q} onRemove={onRemove} badges={<span className="badge">heat map</span>}
+    <CardFrame
+      info={info}
+      query={q}
+      onRemove={onRemove}
+      badges={<span className="badge">heat map</span>}
+      actions={
+        <button
+          className={`button small ${crop ? 'button-warn' : ''}`}
+          data-testid="crop-outliers"
+          data-crop={crop}
+          title="Crop outliers: hide the top 0.1 %, 1 % or 5 % of events so the bulk gets the height (click to cycle)"
+          onClick={() => setCrop(nextCrop(crop))}
+        >
+          {crop ? `cropped ${crop} %` : 'crop outliers'}
+        </button>
+      }
       footer={
         q.data && (
           <>
@@ -77,6 +94,14 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
             <span>
               {q.data.tier} tier, {q.data.step}s per column, colour on a log scale (darker is more)
             </span>
+            {cropped?.above && (
+              <>
+                <span className="sep">·</span>
+                <span className="cropped-note" data-testid="crop-note">
+                  {formatRate(cropped.hidden, unit)} at {cropped.above.lo ? formatAmount(cropped.above.lo, valueUnit) : '0'} and above not shown (top {crop} % cropped)
+                </span>
+              </>
+            )}
           </>
         )
       }
@@ -84,7 +109,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
       {q.data && q.data.cells.length === 0 && <EmptyState family={family} />}
       {q.data && q.data.cells.length > 0 && (
         <HeatmapView
-          result={q.data}
+          result={cropped?.result ?? q.data}
           valueUnit={valueUnit}
           rateUnit={unit}
           selection={band}

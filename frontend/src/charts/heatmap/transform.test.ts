@@ -9,6 +9,8 @@ import {
   bucketPosition,
   bucketRates,
   cellData,
+  cropOutliers,
+  nextCrop,
   colorRange,
   onSharedScales,
   toHeatmapOption,
@@ -147,5 +149,31 @@ describe('bucket rates and bands', () => {
     expect(bandLabel(b, { lo: 20, hi: 20 }, 'ns')).toBe('1.05 ms – 2.1 ms')
     expect(bandLabel(b, { lo: 5, hi: 20 }, 'ns')).toBe('')
     expect(bucketPosition(heatmap(), 20)).toBe(2)
+  })
+})
+
+describe('cropOutliers', () => {
+  const buckets = [10, 11, 12, 13].map((i) => ({ index: i, lo: 2 ** i, hi: 2 ** (i + 1), label: `b${i}` }))
+  // two columns; per column 900 + 90 + 9 + 1 = 1000 events: 0.1 % are in b13, 1 % in b12..b13
+  const r = { buckets, timestamps: [0, 1], cells: [0, 1].flatMap((t) => [[t, 0, 900], [t, 1, 90], [t, 2, 9], [t, 3, 1]]) }
+  it.each([
+    [0.1, 3, 1, 'b13'],
+    [1, 2, 10, 'b12'],
+    [5, 2, 10, 'b12'], // b11 holds 9 %: more than 5 %, so it stays
+    [10, 1, 100, 'b11'],
+  ])('crops the top %s percent to %s buckets, hiding %s events/s from %s up', (pct, kept, hidden, above) => {
+    const c = cropOutliers(r, pct)
+    expect(c.result.buckets.map((b) => b.label)).toEqual(buckets.slice(0, kept).map((b) => b.label))
+    expect(c.result.cells.every(([, b]) => b! < kept)).toBe(true)
+    expect(c.hidden).toBeCloseTo(hidden)
+    expect(c.above?.label).toBe(above)
+  })
+  it('crops nothing at 0 %, or when the top bucket alone is more than asked', () => {
+    expect(cropOutliers(r, 0)).toEqual({ result: r, hidden: 0, above: null })
+    const heavyTop = { ...r, cells: [[0, 0, 10], [0, 3, 90]] }
+    expect(cropOutliers(heavyTop, 5).above).toBeNull()
+  })
+  it('cycles off, 0.1 %, 1 %, 5 %', () => {
+    expect([nextCrop(0), nextCrop(0.1), nextCrop(1), nextCrop(5)]).toEqual([0.1, 1, 5, 0])
   })
 })

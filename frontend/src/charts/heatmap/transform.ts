@@ -166,3 +166,33 @@ export function bandLabel(buckets: Pick<Bucket, 'index' | 'lo' | 'hi' | 'label'>
   const to = hi.hi === null || hi.hi === undefined ? '∞' : formatAmount(hi.hi, unit)
   return `${from} – ${to}`
 }
+
+/** Fishworks' "crop outliers" steps: hide the top 0.1 %, 1 % or 5 % of events, or nothing. */
+export const CROPS = [0, 0.1, 1, 5] as const
+export type Crop = (typeof CROPS)[number]
+
+export function nextCrop(c: Crop): Crop {
+  return CROPS[(CROPS.indexOf(c) + 1) % CROPS.length]!
+}
+
+/**
+ * The heat map without its outliers: the highest buckets holding no more than `pct` % of the
+ * events over the range are dropped, so the bulk gets the height. `hidden` is what they held,
+ * as a mean rate, and `above` the first bucket hidden (null when nothing is).
+ */
+export function cropOutliers<R extends Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps'>>(
+  r: R,
+  pct: number,
+): { result: R; hidden: number; above: Bucket | null } {
+  if (!(pct > 0) || r.buckets.length < 2) return { result: r, hidden: 0, above: null }
+  const sums = new Array<number>(r.buckets.length).fill(0)
+  for (const [, b, v] of r.cells) if (b !== undefined && v !== undefined && b < sums.length) sums[b]! += v
+  const all = sums.reduce((a, b) => a + b, 0)
+  let keep = r.buckets.length
+  let dropped = 0
+  // drop from the top while what is dropped stays within pct of all events; keep at least one bucket
+  while (keep > 1 && (dropped + sums[keep - 1]!) <= (all * pct) / 100) dropped += sums[--keep]!
+  if (keep === r.buckets.length) return { result: r, hidden: 0, above: null }
+  const result = { ...r, buckets: r.buckets.slice(0, keep), cells: r.cells.filter(([, b]) => b! < keep) }
+  return { result, hidden: dropped / Math.max(1, r.timestamps.length), above: r.buckets[keep]! }
+}

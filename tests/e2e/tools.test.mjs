@@ -1,13 +1,14 @@
-// The worksheet's time toolbar and legend tools, as a person uses them on the demo NAS: back and
-// forward a range, forward to now, zoom, a unit per button (shift-click for one more), the
-// keyboard, an absolute range; the legend sorted, searched and an element highlighted. Each is
-// checked against the URL and what the page shows.
+// The worksheet's tools, as a person uses them on the demo NAS: the time toolbar (back and
+// forward a range, forward to now, zoom, a unit per button with shift-click for one more, the
+// keyboard, an absolute range), the legend sorted, searched and an element highlighted, the
+// shared crosshair, and a heat map's outliers cropped. Each is checked against the URL and
+// what the page shows.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { demoInBrowser, setupProblem, until } from './server.mjs'
 
 const skip = setupProblem()
-if (skip) it(`end-to-end time toolbar (skipped: ${skip})`, { skip }, () => {})
+if (skip) it(`end-to-end worksheet tools (skipped: ${skip})`, { skip }, () => {})
 
 const pad = (n) => String(n).padStart(2, '0')
 const local = (t) => {
@@ -16,7 +17,7 @@ const local = (t) => {
 }
 const clock = (t) => local(t).slice(11)
 
-describe('Loupe time toolbar in Chromium', { skip: skip ?? false }, () => {
+describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
   const t = demoInBrowser({ backfill: 1500, readyMs: 120_000 })
   const params = () => new URL(t.page.url()).searchParams
   const shown = () => t.page.getByTestId('time-shown').textContent()
@@ -158,6 +159,41 @@ describe('Loupe time toolbar in Chromium', { skip: skip ?? false }, () => {
     await until('the tooltip on the hovered chart again', () => tipShown(0))
     await new Promise((r) => setTimeout(r, 500))
     assert.equal(await tipShown(1), false)
+    assert.deepEqual(t.consoleErrors, [])
+  })
+
+  it('crops the heat map\'s outliers: 0.1 %, 1 %, 5 %, and back', async () => {
+    const { page, server } = t
+    await page.goto(`${server.base}/?range=10m&paused=1&s=nfs.ops;by:latency;d:heatmap`)
+    const rows = page.locator('[data-testid="band-rates"] tr')
+    await until('the rate per band', async () => (await rows.count()) > 3)
+    const bands = () => rows.evaluateAll((rs) => rs.map((r) => [Number(r.dataset.index), Number(r.dataset.rate)]))
+    const all = await bands() // highest bucket first
+    const total = all.reduce((a, [, r]) => a + r, 0)
+    const expectKept = (pct) => {
+      let dropped = 0
+      let n = 0
+      while (n < all.length - 1 && dropped + all[n][1] <= (total * pct) / 100) dropped += all[n++][1]
+      return { kept: all.slice(n).map(([i]) => i), dropped }
+    }
+    const button = page.getByTestId('crop-outliers')
+    let croppedAny = false
+    for (const pct of [0.1, 1, 5]) {
+      await button.click()
+      assert.equal(await button.getAttribute('data-crop'), String(pct))
+      const want = expectKept(pct)
+      await until(`the top ${pct} % cropped`, async () => JSON.stringify((await bands()).map(([i]) => i)) === JSON.stringify(want.kept))
+      if (want.kept.length < all.length) {
+        croppedAny = true
+        assert.match(await page.getByTestId('crop-note').textContent(), new RegExp(`and above not shown \\(top ${pct} % cropped\\)$`))
+      }
+    }
+    assert.ok(croppedAny, 'the demo\'s latency tail is cropped at 5 % at the latest')
+    await t.shot('heatmap-cropped')
+    await button.click()
+    assert.equal(await button.textContent(), 'crop outliers')
+    await until('every band back', async () => (await bands()).length === all.length)
+    assert.equal(await page.getByTestId('crop-note').count(), 0)
     assert.deepEqual(t.consoleErrors, [])
   })
 })
