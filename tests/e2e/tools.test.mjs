@@ -1,11 +1,13 @@
 // The worksheet's tools, as a person uses them on the demo NAS: the time toolbar (back and
 // forward a range, forward to now, zoom, a unit per button with shift-click for one more, the
 // keyboard, an absolute range), the legend sorted, searched and an element highlighted, the
-// shared crosshair, and a heat map's outliers cropped. Each is checked against the URL and
+// shared crosshair, a heat map's outliers cropped, and exports (CSV, PNG, the worksheet as JSON
+// and back). Each is checked against the URL and
 // what the page shows.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { demoInBrowser, setupProblem, until } from './server.mjs'
+import { readFileSync } from 'node:fs'
+import { authedFetch, demoInBrowser, setupProblem, until } from './server.mjs'
 
 const skip = setupProblem()
 if (skip) it(`end-to-end worksheet tools (skipped: ${skip})`, { skip }, () => {})
@@ -194,6 +196,51 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.equal(await button.textContent(), 'crop outliers')
     await until('every band back', async () => (await bands()).length === all.length)
     assert.equal(await page.getByTestId('crop-note').count(), 0)
+    assert.deepEqual(t.consoleErrors, [])
+  })
+
+  it('exports a chart as CSV and PNG, and the worksheet as JSON that imports back', async () => {
+    const { page, server } = t
+    const at = Math.floor(Date.now() / 1000) - 30
+    await page.goto(`${server.base}/?range=10m&paused=1&at=${at}&s=nfs.ops;by:client&s=nfs.ops;by:latency;d:heatmap`)
+    await page.getByTestId('timeseries-chart').waitFor()
+    await page.getByTestId('heatmap-chart').waitFor()
+    const save = async (button) => {
+      const [dl] = await Promise.all([page.waitForEvent('download'), button.click()])
+      return { name: dl.suggestedFilename(), body: readFileSync(await dl.path()) }
+    }
+    // the time series' CSV holds exactly the points the API gives for the paused range
+    const csv = await save(page.getByTestId('export-csv').first())
+    assert.equal(csv.name, 'nfs-operations-per-second-broken-down-by-client.csv')
+    const lines = csv.body.toString().trimEnd().split('\r\n')
+    const head = lines[0].split(',')
+    assert.deepEqual([head[0], head[1], head.at(-1)], ['time', 'unix', 'total'])
+    const q = await (await authedFetch(`${server.base}/api/v1/query?metric=nfs.ops&by=client&start=${at - 600}&end=${at}&points=600`)).json()
+    assert.equal(lines.length - 1, q.timestamps.length)
+    assert.deepEqual(lines.slice(1).map((l) => Number(l.split(',')[1])), q.timestamps)
+    assert.deepEqual(lines.slice(1).map((l) => Number(l.split(',').at(-1))), q.total)
+    const png = await save(page.getByTestId('export-png').first())
+    assert.equal(png.name, 'nfs-operations-per-second-broken-down-by-client.png')
+    assert.deepEqual([...png.body.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    assert.ok(png.body.length > 5000, `${png.body.length} bytes`)
+    const hcsv = await save(page.getByTestId('export-csv').nth(1))
+    assert.equal(hcsv.body.toString().split('\r\n')[0], 'time,unix,latency,latency_from,latency_to,ops/s')
+    assert.ok(hcsv.body.toString().split('\r\n').length > 100)
+
+    // the worksheet as a file, and back into an empty worksheet
+    const file = await save(page.getByTestId('export-worksheet'))
+    assert.equal(file.name, 'untitled-worksheet.json')
+    const doc = JSON.parse(file.body.toString())
+    assert.equal(doc.format, 'loupe-worksheet')
+    assert.deepEqual(doc.statistics.map((s) => [s.metric, s.by, s.display]), [['nfs.ops', 'client', 'area'], ['nfs.ops', 'latency', 'heatmap']])
+    await page.goto(`${server.base}/`)
+    await page.getByTestId('worksheet-empty').waitFor()
+    await page.getByTestId('import-file').setInputFiles({ name: 'w.json', mimeType: 'application/json', buffer: file.body })
+    await until('the imported charts', async () => (await page.getByTestId('chart-card').count()) === 2)
+    assert.deepEqual(new URL(page.url()).searchParams.getAll('s'), ['nfs.ops;by:client', 'nfs.ops;by:latency;d:heatmap'])
+    await page.getByTestId('import-file').setInputFiles({ name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from('nope') })
+    assert.equal(await page.getByTestId('import-error').textContent(), 'Cannot import bad.json: the file is not JSON')
+    assert.equal(await page.getByTestId('chart-card').count(), 2) // nothing lost
     assert.deepEqual(t.consoleErrors, [])
   })
 })

@@ -1,6 +1,6 @@
 // The only module that touches ECharts: init, dispose, resize, setOption and events.
 // Charts describe what to draw with a ChartOption built by a pure transform.
-import { useEffect, useRef, type CSSProperties } from 'react'
+import { useEffect, useRef, type CSSProperties, type MutableRefObject } from 'react'
 import * as echarts from 'echarts/core'
 import { HeatmapChart, LineChart, type HeatmapSeriesOption, type LineSeriesOption } from 'echarts/charts'
 import {
@@ -47,6 +47,8 @@ interface Props {
   ariaLabel?: string
   /** Charts of one group share their crosshair and tooltip (ECharts' connect); none: on its own. */
   group?: string | null
+  /** Filled with a function that draws the chart as a PNG data: URL (for "save as PNG"). */
+  exporter?: MutableRefObject<(() => string) | null>
 }
 
 const connected = new Set<string>()
@@ -76,7 +78,7 @@ function toChartEvent(p: RawParams): ChartEvent {
 
 const EVENT_NAMES: ChartEventName[] = ['click', 'mousedown', 'mouseup', 'mouseover']
 
-export function EChart({ option, onEvents, style, className, testId, ariaLabel, group }: Props) {
+export function EChart({ option, onEvents, style, className, testId, ariaLabel, group, exporter }: Props) {
   const el = useRef<HTMLDivElement>(null)
   const chart = useRef<echarts.ECharts | null>(null)
   const shown = useRef<ChartOption | null>(null)
@@ -93,7 +95,9 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
     }
     const ro = new ResizeObserver(() => c.resize())
     ro.observe(div)
+    if (exporter) exporter.current = () => c.getDataURL({ type: 'png', pixelRatio: 2, backgroundColor: '#ffffff' })
     return () => {
+      if (exporter) exporter.current = null
       ro.disconnect()
       c.dispose()
       chart.current = null

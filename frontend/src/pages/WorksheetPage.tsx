@@ -1,5 +1,5 @@
 // The worksheet: a toolbar and one card per statistic, all of it in the URL.
-import { useEffect, useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { useMetrics } from '../api/hooks'
 import { MenuButton } from '../components/MenuButton'
 import { AddStatistic } from '../worksheet/AddStatistic'
@@ -9,6 +9,9 @@ import { TimeseriesCard } from '../worksheet/TimeseriesCard'
 import { useWorksheet } from '../state/useWorksheet'
 import { pauseTime, statisticKeys, type Statistic } from '../state/url'
 import { TimeToolbar } from '../worksheet/TimeToolbar'
+import { readWorksheetFile, worksheetFile } from '../state/exchange'
+import { fileName } from '../lib/csv'
+import { saveText } from '../lib/download'
 
 type Panel = 'add' | 'save' | 'open' | null
 
@@ -46,6 +49,16 @@ export function WorksheetPage() {
     update((w) => ({ ...w, statistics: w.statistics.map((x, j) => (j === i ? s : x)) }), { replace: true })
   const removeAt = (i: number) => update((w) => ({ ...w, statistics: w.statistics.filter((_, j) => j !== i) }))
   const warningText = shownWarnings.join(' · ')
+  const importer = useRef<HTMLInputElement>(null)
+  const [importError, setImportError] = useState<string | null>(null)
+  const exportName = ws.name ?? 'Untitled worksheet'
+  async function importFile(file: File | undefined) {
+    if (!file) return
+    const r = readWorksheetFile(file.size > 1_000_000 ? '' : await file.text())
+    if ('error' in r) return setImportError(`Cannot import ${file.name}: ${file.size > 1_000_000 ? 'it is larger than 1 MB' : r.error}`)
+    setImportError(r.warnings.length ? `Imported ${file.name} in part: ${r.warnings.join(' · ')}` : null)
+    update(() => r.state)
+  }
 
   return (
     <main className="page">
@@ -84,6 +97,28 @@ export function WorksheetPage() {
               }}
             />
           </MenuButton>
+          <button
+            className="button"
+            title="Save this worksheet as a JSON file"
+            data-testid="export-worksheet"
+            onClick={() => saveText(fileName(exportName, 'json'), worksheetFile(ws, exportName), 'application/json')}
+          >
+            Export
+          </button>
+          <button className="button" title="Open a worksheet from a JSON file" data-testid="import-worksheet" onClick={() => importer.current?.click()}>
+            Import
+          </button>
+          <input
+            ref={importer}
+            type="file"
+            accept="application/json,.json"
+            hidden
+            data-testid="import-file"
+            onChange={(e) => {
+              void importFile(e.target.files?.[0])
+              e.target.value = ''
+            }}
+          />
           <MenuButton label="Open" open={panel === 'open'} onToggle={() => toggle('open')} testId="open-button">
             <OpenWorksheet
               onClose={close}
@@ -105,6 +140,11 @@ export function WorksheetPage() {
         </div>
       )}
       {metrics.error && <div className="error">Cannot read the metric catalog: {metrics.error.message}</div>}
+      {importError && (
+        <div className="error" role="alert" data-testid="import-error">
+          {importError}
+        </div>
+      )}
 
       {ws.statistics.length === 0 && (
         <div className="empty big" data-testid="worksheet-empty">

@@ -1,8 +1,8 @@
 // A heat-map card: a histogram dimension over time, with bands and who is in them.
-import { useMemo, useState } from 'react'
+import { useMemo, useRef, useState } from 'react'
 import { useHeatmap, useMembers, useRunAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
-import { bandLabel, cropOutliers, nextCrop, type Crop } from '../charts/heatmap/transform'
+import { bandLabel, cropOutliers, heatmapCsv, nextCrop, type Crop } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
@@ -11,6 +11,7 @@ import { formatAmount, formatRate, formatShare } from '../lib/format'
 import { elementLabel, middleEllipsis } from '../charts/palette'
 import { CardFrame, useCardInfo } from './CardFrame'
 import type { CardProps } from './TimeseriesCard'
+import { ExportButtons } from './ExportButtons'
 import { useDrill } from './useDrill'
 
 export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardProps, 'onChange'>) {
@@ -21,6 +22,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
   const [band, setBand] = useState<Band | null>(null)
   const [by, setBy] = useState<string | null>(null)
   const [crop, setCrop] = useState<Crop>(0)
+  const png = useRef<(() => string) | null>(null)
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
   const members = useMembers(stat, view, req)
@@ -75,15 +77,18 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
       onRemove={onRemove}
       badges={<span className="badge">heat map</span>}
       actions={
-        <button
-          className={`button small ${crop ? 'button-warn' : ''}`}
-          data-testid="crop-outliers"
-          data-crop={crop}
-          title="Crop outliers: hide the top 0.1 %, 1 % or 5 % of events so the bulk gets the height (click to cycle)"
-          onClick={() => setCrop(nextCrop(crop))}
-        >
-          {crop ? `cropped ${crop} %` : 'crop outliers'}
-        </button>
+        <>
+          <ExportButtons title={info.title} csv={q.data?.cells.length ? () => heatmapCsv(q.data, unit) : null} png={png} />
+          <button
+            className={`button small ${crop ? 'button-warn' : ''}`}
+            data-testid="crop-outliers"
+            data-crop={crop}
+            title="Crop outliers: hide the top 0.1 %, 1 % or 5 % of events so the bulk gets the height (click to cycle)"
+            onClick={() => setCrop(nextCrop(crop))}
+          >
+            {crop ? `cropped ${crop} %` : 'crop outliers'}
+          </button>
+        </>
       }
       footer={
         q.data && (
@@ -110,6 +115,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
       {q.data && q.data.cells.length > 0 && (
         <HeatmapView
           result={cropped?.result ?? q.data}
+          exporter={png}
           valueUnit={valueUnit}
           rateUnit={unit}
           selection={band}

@@ -5,12 +5,13 @@ import { fetchSeconds, useRunAnnotations, useStatisticQuery } from '../api/hooks
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
 import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
-import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, missingSpan } from '../charts/timeseries/transform'
+import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, missingSpan, toCsv } from '../charts/timeseries/transform'
 import { TimeseriesView } from '../charts/timeseries/View'
 import { EmptyState } from '../components/EmptyState'
 import { formatClock } from '../lib/format'
 import { rangeSeconds, type Statistic, type WorksheetState } from '../state/url'
 import { ApproximateBadge, CardFrame, useCardInfo } from './CardFrame'
+import { ExportButtons } from './ExportButtons'
 import { useDrill } from './useDrill'
 
 export interface CardProps {
@@ -26,6 +27,7 @@ export interface CardProps {
 
 export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove, group }: CardProps) {
   const [synced, setSynced] = useState(true)
+  const png = useRef<(() => string) | null>(null)
   const q = useStatisticQuery(stat, view)
   const annotations = useRunAnnotations()
   const [live, setLive] = useState<LiveMessage[]>([])
@@ -79,6 +81,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
       badges={q.data?.approximate && <ApproximateBadge notes={q.data.notes ?? []} />}
       actions={
         <>
+          <ExportButtons title={title} csv={data && !isEmpty(data) ? () => toCsv(data) : null} png={png} />
           {group && (
             <button
               className={`button small ${synced ? '' : 'button-warn'}`}
@@ -128,6 +131,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
           unit={unit}
           annotations={annotations}
           group={group && synced ? group : null}
+          exporter={png}
           by={stat.by ?? null}
           elements={q.data?.elements ?? 0}
           onPick={(row, at) => {

@@ -1,5 +1,5 @@
 // A heat map of a histogram dimension, with band selection and the rate per bucket.
-import { useMemo, useRef, useState, type ReactNode } from 'react'
+import { useMemo, useRef, useState, type MutableRefObject, type ReactNode } from 'react'
 import type { Bucket, HeatmapResult } from '../../api/client'
 import { EChart } from '../../components/EChart'
 import { formatRate, formatShare } from '../../lib/format'
@@ -16,6 +16,8 @@ interface Props extends HeatmapOptions {
   onMemberBy: (dim: string) => void
   /** The members list of the selected band, drawn under the controls. */
   members: ReactNode
+  /** Filled with the chart's PNG export. */
+  exporter?: MutableRefObject<(() => string) | null>
 }
 
 function BucketSelect(props: { label: string; value: number; onChange: (e: number) => void; buckets: Bucket[]; testId: string }) {
@@ -38,7 +40,7 @@ function exponentAt(r: HeatmapResult, value: unknown): number | null {
   return typeof y === 'number' ? (r.buckets[y]?.index ?? null) : null
 }
 
-export function HeatmapView({ result, valueUnit, rateUnit, selection, annotations, onSelect, memberDims, memberBy, onMemberBy, members }: Props) {
+export function HeatmapView({ result, valueUnit, rateUnit, selection, annotations, onSelect, memberDims, memberBy, onMemberBy, members, exporter }: Props) {
   const option = useMemo(
     () => toHeatmapOption(result, { valueUnit, rateUnit, selection, annotations }),
     [result, valueUnit, rateUnit, selection, annotations],
@@ -61,6 +63,7 @@ export function HeatmapView({ result, valueUnit, rateUnit, selection, annotation
     <div className="hm">
       <div className="hm-main">
         <EChart
+          exporter={exporter}
           option={option}
           className="hm-chart"
           testId="heatmap-chart"

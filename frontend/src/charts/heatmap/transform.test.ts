@@ -10,6 +10,7 @@ import {
   bucketRates,
   cellData,
   cropOutliers,
+  heatmapCsv,
   nextCrop,
   colorRange,
   onSharedScales,
@@ -175,5 +176,18 @@ describe('cropOutliers', () => {
   })
   it('cycles off, 0.1 %, 1 %, 5 %', () => {
     expect([nextCrop(0), nextCrop(0.1), nextCrop(1), nextCrop(5)]).toEqual([0.1, 1, 5, 0])
+  })
+})
+
+describe('heatmapCsv', () => {
+  it('writes a row per cell with events, in time then bucket order', () => {
+    const buckets = [{ index: 10, lo: 1024, hi: 2048, label: '1.02 µs – 2.05 µs' }, { index: 11, lo: 2048, hi: null, label: '≥ 2.05 µs' }]
+    const csv = heatmapCsv({ dim: 'latency', buckets, timestamps: [100, 101], cells: [[1, 0, 3], [0, 1, 2], [0, 0, 5], [1, 1, 0]] }, 'ops/s')
+    expect(csv.trimEnd().split('\r\n')).toEqual([
+      'time,unix,latency,latency_from,latency_to,ops/s',
+      '1970-01-01T00:01:40.000Z,100,1.02 µs – 2.05 µs,1024,2048,5',
+      '1970-01-01T00:01:40.000Z,100,≥ 2.05 µs,2048,,2',
+      '1970-01-01T00:01:41.000Z,101,1.02 µs – 2.05 µs,1024,2048,3',
+    ])
   })
 })

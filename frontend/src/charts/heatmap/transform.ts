@@ -2,6 +2,7 @@
 import type { Bucket, HeatmapResult } from '../../api/client'
 import type { ChartOption, HeatmapSeries } from '../../components/EChart'
 import { annotationSeries, categorySpans, clipAnnotations } from '../annotations/transform'
+import { csvLines } from '../../lib/csv'
 import { formatAmount, formatDateTime, formatRate, formatTick } from '../../lib/format'
 import { HEAT_COLORS, type Band, type BucketRate, type HeatmapOptions } from './model'
 
@@ -195,4 +196,17 @@ export function cropOutliers<R extends Pick<HeatmapResult, 'buckets' | 'cells' |
   if (keep === r.buckets.length) return { result: r, hidden: 0, above: null }
   const result = { ...r, buckets: r.buckets.slice(0, keep), cells: r.cells.filter(([, b]) => b! < keep) }
   return { result, hidden: dropped / Math.max(1, r.timestamps.length), above: r.buckets[keep]! }
+}
+
+/** The heat map's cells as CSV, one row per column and bucket with events: time, unix, bucket bounds, rate. */
+export function heatmapCsv(r: Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps' | 'dim'>, rateUnit: string): string {
+  const rows = r.cells
+    .filter(([t, b, v]) => t !== undefined && b !== undefined && v !== undefined && v > 0)
+    .sort((x, y) => x[0]! - y[0]! || x[1]! - y[1]!)
+    .map(([t, b, v]) => {
+      const ts = r.timestamps[t!]!
+      const bucket = r.buckets[b!]!
+      return [new Date(ts * 1000).toISOString(), ts, bucket.label, bucket.lo, bucket.hi ?? null, v!]
+    })
+  return csvLines([['time', 'unix', r.dim, `${r.dim}_from`, `${r.dim}_to`, rateUnit], ...rows])
 }

@@ -1,7 +1,7 @@
 // A statistic over time: stacked areas (or lines) and the legend table of its elements. The
 // legend sorts by any column, searches its elements, and a shift-click on an element (in the
 // legend or the chart) highlights it across the chart.
-import { useMemo, useState } from 'react'
+import { useMemo, useState, type MutableRefObject } from 'react'
 import { EChart } from '../../components/EChart'
 import { PickRow, TopNote } from '../../components/PickRow'
 import { formatRate, formatShare } from '../../lib/format'
@@ -19,6 +19,8 @@ interface Props extends TimeseriesOptions {
   onPick: (row: LegendRow, at: { x: number; y: number }) => void
   /** Charts of one group share their crosshair. */
   group?: string | null
+  /** Filled with the chart's PNG export. */
+  exporter?: MutableRefObject<(() => string) | null>
 }
 
 const COLUMNS: Array<{ sort: LegendSort; label: string; className?: string }> = [
@@ -26,7 +28,7 @@ const COLUMNS: Array<{ sort: LegendSort; label: string; className?: string }> = 
   { sort: 'mean', label: 'mean', className: 'num' },
 ]
 
-export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations, group }: Props) {
+export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations, group, exporter }: Props) {
   const [sort, setSort] = useState<{ by: LegendSort; desc: boolean }>({ by: 'mean', desc: true })
   const [search, setSearch] = useState('')
   const [highlight, setHighlight] = useState<string | null>(null)
@@ -48,6 +50,7 @@ export function TimeseriesView({ data, display, unit, by, elements, onPick, anno
         className="ts-chart"
         testId="timeseries-chart"
         group={group}
+        exporter={exporter}
         ariaLabel={`chart of ${rows.length} series${annotationsText(marked)}${lit ? `, ${byKey.get(lit)?.label} highlighted` : ''}`}
         onEvents={{
           click: (e) => {

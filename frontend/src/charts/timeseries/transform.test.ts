@@ -14,6 +14,7 @@ import {
   mergeLive,
   missingSpan,
   stackedSeries,
+  toCsv,
   toOption,
 } from './transform'
 
@@ -250,5 +251,18 @@ describe('highlight', () => {
     const opt = toOption(fromQuery(query()), { display: 'area', unit: 'ops/s', highlight: null })
     const ops = (opt.series as S[]).map((s) => s.areaStyle!.opacity)
     expect(ops).toEqual([0.75, 0.75, 0.55])
+  })
+})
+
+describe('toCsv', () => {
+  it('writes a row per point: time, unix, each element, other, total', () => {
+    const csv = toCsv(fromQuery(query({ series: [{ key: '=evil,client', values: [6, 12, 18, 20], total: 14, last: 20 }] })))
+    const lines = csv.trimEnd().split('\r\n')
+    expect(lines[0]).toBe('time,unix,"\'=evil,client",other,total')
+    expect(lines[1]).toBe('1970-01-01T00:01:40.000Z,100,6,1,10')
+    expect(lines).toHaveLength(5)
+  })
+  it('has just the total without a breakdown', () => {
+    expect(toCsv(fromQuery(query({ series: [], other: null }))).split('\r\n')[0]).toBe('time,unix,total')
   })
 })

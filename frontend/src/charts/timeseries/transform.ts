@@ -2,6 +2,7 @@
 import type { QueryResult } from '../../api/client'
 import type { ChartOption, LineSeries } from '../../components/EChart'
 import { annotationSeries, clipAnnotations } from '../annotations/transform'
+import { csvLines } from '../../lib/csv'
 import { formatAxis, formatRate, formatTick } from '../../lib/format'
 import { colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
 import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LegendSort, type LiveMessage, type TimeseriesData, type TimeseriesOptions } from './model'
@@ -250,4 +251,12 @@ export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOptio
     },
     series,
   }
+}
+
+/** The chart's points as CSV: time (ISO 8601, UTC), unix second, then each element, other, total. */
+export function toCsv(d: TimeseriesData): string {
+  const series = d.keys.length ? stackedSeries(d) : []
+  const head = ['time', 'unix', ...series.map((s) => s.name), 'total']
+  const rows = d.timestamps.map((t, i) => [new Date(t * 1000).toISOString(), t, ...series.map((s) => s.values[i] ?? 0), d.total[i] ?? 0])
+  return csvLines([head, ...rows])
 }
