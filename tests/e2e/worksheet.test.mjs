@@ -133,6 +133,24 @@ describe('Loupe worksheet in Chromium', { skip: skip ?? false }, () => {
     assert.equal(saved.worksheets[0].statistics.length, 3)
   })
 
+  it('lists saved worksheets with their owner, clones one and deletes the clone', async () => {
+    const names = async () => (await (await authedFetch(`${server.base}/api/v1/worksheets`)).json()).worksheets.map((w) => w.name).sort()
+    await page.getByTestId('open-button').click()
+    const line = page.getByTestId('saved-line').first()
+    await line.waitFor()
+    assert.equal(await line.getAttribute('data-owner'), 'admin')
+    assert.match(await line.textContent(), /3 statistics · by admin/)
+    await line.getByTestId('clone-worksheet').click()
+    await until('the clone listed', async () => (await page.getByTestId('saved-line').count()) === 2)
+    assert.deepEqual(await names(), ['Copy of e2e drill-down', 'e2e drill-down'])
+    const copy = page.getByTestId('saved-line').filter({ hasText: 'Copy of e2e drill-down' })
+    page.once('dialog', (d) => d.accept())
+    await copy.getByTestId('delete-worksheet').click()
+    await until('the clone gone', async () => (await page.getByTestId('saved-line').count()) === 1)
+    assert.deepEqual(await names(), ['e2e drill-down'])
+    await page.keyboard.press('Escape')
+  })
+
   it('shows the status tiles and opens one in the worksheet', async () => {
     await page.getByTestId('nav-status').click()
     await page.getByTestId('tile-nfs_ops').waitFor()

@@ -66,22 +66,37 @@ export function OpenWorksheet({ onOpen, onClose }: { onOpen: (ws: WorksheetState
     },
     onSuccess: () => client.invalidateQueries({ queryKey: ['worksheets'] }),
   })
+  const clone = useMutation({
+    mutationFn: async (w: WorksheetPublic) =>
+      unwrap(await api.POST('/api/v1/worksheets', { body: toWorksheetBody(fromSaved(w).state, `Copy of ${w.name}`.slice(0, 200)) })),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['worksheets'] }),
+  })
   const list = [...(data?.worksheets ?? [])].sort((a, b) => b.updated - a.updated)
   return (
     <Popover onClose={onClose} align="right" label="Open worksheet" className="menu open-menu" testId="open-dialog">
       <div className="menu-title">Saved worksheets</div>
       {isPending && <div className="menu-empty">Loading…</div>}
       {error && <div className="error">{error.message}</div>}
+      {(remove.error ?? clone.error) && <div className="error">{(remove.error ?? clone.error)!.message}</div>}
       {data && list.length === 0 && <div className="menu-empty">Nothing saved yet.</div>}
       {list.map((w) => (
-        <div key={w.id} className="menu-line">
+        <div key={w.id} className="menu-line" data-testid="saved-line" data-owner={w.owner}>
           <button className="menu-item" data-testid="saved-worksheet" onClick={() => onOpen(fromSaved(w).state)}>
             <span>{w.name}</span>
             <span className="menu-hint">
-              {w.statistics?.length ?? 0} statistic{w.statistics?.length === 1 ? '' : 's'} · {formatDateTime(w.updated).slice(5, 16)}
+              {w.statistics?.length ?? 0} statistic{w.statistics?.length === 1 ? '' : 's'} · by {w.owner} · {formatDateTime(w.updated).slice(5, 16)}
             </span>
           </button>
-          <button className="icon-button" title={`Delete ${w.name}`} aria-label={`Delete ${w.name}`} onClick={() => remove.mutate(w.id)}>
+          <button className="icon-button" title={`Clone ${w.name}`} aria-label={`Clone ${w.name}`} data-testid="clone-worksheet" onClick={() => clone.mutate(w)}>
+            clone
+          </button>
+          <button
+            className="icon-button"
+            title={`Delete ${w.name}`}
+            aria-label={`Delete ${w.name}`}
+            data-testid="delete-worksheet"
+            onClick={() => confirm(`Delete the worksheet ${w.name}?`) && remove.mutate(w.id)}
+          >
             ✕
           </button>
         </div>
