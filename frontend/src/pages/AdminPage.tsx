@@ -91,11 +91,11 @@ function Users({ me }: { me: Me }) {
           </tbody>
         </table>
         <form className="admin-form" onSubmit={submit} data-testid="user-add">
-          <input placeholder="user name" value={name} onChange={(e) => setName(e.target.value)} data-testid="user-add-name" />
-          <select value={role} onChange={(e) => setRole(e.target.value as Role)} data-testid="user-add-role" title={ROLE_HELP[role]}>
+          <input placeholder="user name" aria-label="new user's name" value={name} onChange={(e) => setName(e.target.value)} data-testid="user-add-name" />
+          <select value={role} onChange={(e) => setRole(e.target.value as Role)} data-testid="user-add-role" aria-label="role of the new user" title={ROLE_HELP[role]}>
             <RoleOptions />
           </select>
-          <input type="password" placeholder="password (10+ characters)" autoComplete="new-password" value={password} onChange={(e) => setPassword(e.target.value)} data-testid="user-add-password" />
+          <input type="password" aria-label="new user's password" placeholder="password (10+ characters)" autoComplete="new-password" value={password} onChange={(e) => setPassword(e.target.value)} data-testid="user-add-password" />
           <button className="button button-primary" type="submit" disabled={!name || !password || add.isPending} data-testid="user-add-submit">
             Add user
           </button>
@@ -175,8 +175,8 @@ function Tokens() {
           </tbody>
         </table>
         <form className="admin-form" onSubmit={submit} data-testid="token-add">
-          <input placeholder="name, e.g. the agent's host" value={name} onChange={(e) => setName(e.target.value)} data-testid="token-add-name" />
-          <select value={scope} onChange={(e) => setScope(e.target.value as typeof scope)} data-testid="token-add-scope">
+          <input placeholder="name, e.g. the agent's host" aria-label="new token's name" value={name} onChange={(e) => setName(e.target.value)} data-testid="token-add-name" />
+          <select value={scope} onChange={(e) => setScope(e.target.value as typeof scope)} data-testid="token-add-scope" aria-label="scope of the new token">
             {(['ingest', 'metrics', 'api'] as const).map((s) => (
               <option key={s} value={s}>
                 {s}
