@@ -58,7 +58,7 @@ UI_SRC := $(if $(HAVE_FRONTEND),$(shell find frontend \
 	\( -name node_modules -o -name dist -o -name coverage -o -name .vite -o -name test-results \) -prune \
 	-o -type f -print 2>/dev/null))
 
-.PHONY: help deps apt-deps py-deps node-deps api-client ui bpf run demo test test-kernel bench compose-check clean distclean
+.PHONY: help deps apt-deps py-deps node-deps api-client ui bpf run demo test test-kernel bench soak compose-check clean distclean
 
 help:
 	@echo "Loupe make targets (run as root on Debian 12, or with sudo available):"
@@ -71,6 +71,7 @@ help:
 	@echo "  make bpf            compile the CO-RE BPF probes (probes/*/*.bpf.c) with clang"
 	@echo "  make api-client     regenerate frontend/openapi.json and the TypeScript client"
 	@echo "  make bench          run the benchmarks (bench/)"
+	@echo "  make soak           an hour of the demo at 1,000 clients: RSS and lag into docs/soak.svg (SOAK_ARGS)"
 	@echo "  make compose-check  validate docker-compose.yml"
 	@echo "  make clean          remove build outputs and stamps (keeps .venv, node_modules, ./data)"
 	@echo "  make distclean      clean + remove .venv and node_modules (keeps ./data)"
@@ -185,6 +186,10 @@ bench: py-deps
 	@if [ -f bench/run.py ] || [ -f bench/run/__main__.py ]; then \
 		$(PY) -m bench.run; \
 	else echo "bench: SKIPPED: bench/run.py does not exist yet"; fi
+
+# An hour of `loupe serve --demo` at 1,000 clients, watched from outside (bench/soak.py).
+soak: py-deps bpf
+	$(PY) -m bench.soak $(SOAK_ARGS)
 
 compose-check: apt-deps
 	docker-compose -f docker-compose.yml config -q

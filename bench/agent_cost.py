@@ -36,19 +36,13 @@ from pathlib import Path
 
 import httpx
 
+from .procs import free_port, proc_sample
+
 ROOT = Path(__file__).resolve().parent.parent
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK  # utime, stime (fields 14 and 15)
+    return proc_sample(pid)[0]
 
 
 def rss_bytes(pid: int) -> int:

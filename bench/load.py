@@ -22,9 +22,6 @@ import multiprocessing as mp
 import os
 import random
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,15 +30,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from .procs import ROOT, proc_sample, served
+
 TOKEN = "load-test-token"
 OPS = ("read", "write", "getattr", "lookup")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def frame(agent: int, seq: int, ts: int, rows: int, rng: random.Random) -> dict:
@@ -89,14 +81,6 @@ def agent_main(agent: int, base: str, rows: int, until: float, out: mp.Queue) ->
                  acked_ops=acked_ops))
 
 
-def proc_sample(pid: int) -> tuple[float, int]:
-    """(CPU seconds so far, RSS bytes) of a process."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    return cpu, rss
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--agents", type=int, default=50)
@@ -107,23 +91,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="loupe-load-", dir=a.tmp))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, LOUPE_INGEST_TOKEN=TOKEN, LOUPE_ADMIN_PASSWORD="load-admin-password")
-    log = open(tmp / "serve.log", "w")
-    srv = subprocess.Popen([sys.executable, "-m", "loupe.cli", "serve", "--no-local-agent", "--port", str(port),
-                            "--data-dir", str(tmp / "data")], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.time() > deadline or srv.poll() is not None:
-                raise SystemExit(f"loupe serve did not start; log: {tmp / 'serve.log'}")
-            time.sleep(0.2)
+    env = dict(LOUPE_INGEST_TOKEN=TOKEN, LOUPE_ADMIN_PASSWORD="load-admin-password")
+    with served(tmp, ["--no-local-agent"], env) as (srv, base):
         start = time.time()
         until = start + a.seconds
         out: mp.Queue = mp.Queue()
@@ -144,13 +113,6 @@ def main(argv=None) -> int:
                       params={"metric": "nfs.ops", "start": str(int(start) - 5), "end": str(int(until) + 5),
                               "step": 1}).json()
         stored_ops = sum(q["total"])  # every acknowledged frame's counts, once: nothing lost, nothing twice
-    finally:
-        srv.send_signal(signal.SIGTERM)
-        try:
-            srv.wait(30)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-        log.close()
 
     warm = start + a.warmup
     lags = np.array([lag for r in results for ts, lag in r["lags"] if ts >= warm]) if results else np.array([])

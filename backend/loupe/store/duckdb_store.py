@@ -1309,13 +1309,14 @@ class DuckDBStore(Store):
             self.flush()  # staged rows of the range go to the tables first, and go with them
             before = self.size_bytes()
             cur = self._cur
-            where = "ts < ? AND ts + ? > ?" + (" AND host = ?" if host is not None else "")
+            # a period [ts, ts + length) overlaps [lo, hi); plain bounds on ts, so its zone maps prune
+            where = "ts < ? AND ts > ?" + (" AND host = ?" if host is not None else "")
             rows: dict[str, int] = {}
             cur.begin()
             try:
                 for fam in FAMILIES:
                     for sfx, length in self._TABLES:
-                        params = [hi, length, lo] + ([host] if host is not None else [])
+                        params = [hi, lo - length] + ([host] if host is not None else [])
                         verb = "SELECT count(*) FROM" if dry_run else "DELETE FROM"
                         n = int(cur.execute(f"{verb} {fam}_{sfx} WHERE {where}", params).fetchone()[0])
                         if n:
@@ -1517,8 +1518,8 @@ class DuckDBStore(Store):
 
     def memory(self) -> tuple[int, int]:
         cur = self._cur
-        used = cur.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0]
-        limit = cur.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        (used,), = cur.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchall()
+        (limit,), = cur.execute("SELECT current_setting('memory_limit')").fetchall()
         return int(used), _parse_bytes(limit)
 
     def ping(self) -> None:
