@@ -217,6 +217,11 @@ class StatusTile(BaseModel):
 class StatusResult(BaseModel):
     tiles: list[StatusTile]
     store_bytes: int
+    disk_free_bytes: int = Field(description="Free space on the data directory's file system")
+    store_growth_bytes_per_day: float | None = Field(
+        description="The store's growth over the last day's samples (once a minute); None for its first 10 minutes")
+    days_until_full: float | None = Field(description="Days until the disk is full at that growth; None while it "
+                                                      "does not grow")
     hosts: list[str]
     demo_hosts: list[str]
     ingest_error: str | None = Field(None, description="Why ingest is failing now (e.g. the disk is full); "

@@ -6,6 +6,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 from .auth import Auth, new_secret
@@ -80,6 +81,8 @@ class Loupe:
         self._threads: list[threading.Thread] = []
         self.agent_stops: list[threading.Event] = []
         self.last_prune: dict | None = None
+        # (time, store bytes) once a minute for a day: the status page's growth and days until full
+        self.size_history: deque[tuple[float, int]] = deque(maxlen=1440)
 
     # Ingest is synchronous: it runs in the API's worker threads.
     def ingest(self, req: IngestRequest, received_at: float | None = None) -> IngestOutcome:
@@ -149,7 +152,7 @@ class Loupe:
                 failing = True
 
     def _upkeep(self) -> None:
-        next_prune = next_compact = next_checkpoint = 0.0
+        next_prune = next_compact = next_checkpoint = next_size = 0.0
         while not self._stop.wait(1.0):
             now = time.time()
             try:
@@ -162,6 +165,9 @@ class Loupe:
                     resorted = self.store.sort_minutes(int(now))
                     if resorted:
                         log.info("sorted a day of the minute tier by element (%d rows)", resorted)
+                if now >= next_size:
+                    next_size = now + 60
+                    self.size_history.append((now, self.store.size_bytes()))
                 if now >= next_checkpoint:
                     next_checkpoint = now + 30
                     self.store.checkpoint()

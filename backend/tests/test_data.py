@@ -111,3 +111,21 @@ def test_a_viewer_reads_retention_but_cannot_change_or_delete(client):
     r = client.put("/api/v1/retention", json={"second": 7200, "minute": 86400, "hour": 86400})
     assert r.status_code == 403 and "admin" in r.text
     assert client.post("/api/v1/data/delete", json={"host": "nas1"}).status_code == 403
+
+
+def test_status_projects_when_the_disk_fills(client):
+    st = client.get("/api/v1/status").json()
+    assert st["disk_free_bytes"] > 0
+    assert (st["store_growth_bytes_per_day"], st["days_until_full"]) == (None, None)  # not ten minutes of samples yet
+    # a day's worth of once-a-minute samples growing 2 GB a day
+    loupe = client.app.state.loupe
+    deadline = time.time() + 10
+    while not loupe.size_history and time.time() < deadline:  # the upkeep's first sample; the next is a minute off
+        time.sleep(0.1)
+    assert loupe.size_history, "the upkeep thread took no sample of the store's size"
+    now = time.time()
+    loupe.size_history.clear()
+    loupe.size_history.extend((now - 3600 + 60 * i, 10**9 + int(2 * 10**9 * 60 * i / 86400)) for i in range(60))
+    st = client.get("/api/v1/status").json()
+    assert st["store_growth_bytes_per_day"] == pytest.approx(2e9, rel=0.01)
+    assert st["days_until_full"] == pytest.approx(st["disk_free_bytes"] / 2e9, rel=0.01)

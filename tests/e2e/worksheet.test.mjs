@@ -155,6 +155,10 @@ describe('Loupe worksheet in Chromium', { skip: skip ?? false }, () => {
     await page.getByTestId('nav-status').click()
     await page.getByTestId('tile-nfs_ops').waitFor()
     assert.ok((await page.locator('.tile').count()) >= 5)
+    // usage: the store, the free disk, and (this server is minutes old) no growth figure yet
+    const st = await (await authedFetch(`${server.base}/api/v1/status`)).json()
+    assert.ok(st.disk_free_bytes > 0)
+    assert.match(await page.getByTestId('status-usage').textContent(), / · store [\d.,]+ [KMG]?i?B · [\d.,]+ [KMGT]?i?B free · growth known after 10 minutes$/)
     await page.getByTestId('sources-table').waitFor()
     await shot('06-status')
     await page.getByTestId('tile-disk_iops').click()

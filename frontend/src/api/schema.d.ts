@@ -1781,8 +1781,18 @@ export interface components {
         };
         /** StatusResult */
         StatusResult: {
+            /**
+             * Days Until Full
+             * @description Days until the disk is full at that growth; None while it does not grow
+             */
+            days_until_full: number | null;
             /** Demo Hosts */
             demo_hosts: string[];
+            /**
+             * Disk Free Bytes
+             * @description Free space on the data directory's file system
+             */
+            disk_free_bytes: number;
             /** Hosts */
             hosts: string[];
             /**
@@ -1797,6 +1807,11 @@ export interface components {
             ingest_error_since?: number | null;
             /** Store Bytes */
             store_bytes: number;
+            /**
+             * Store Growth Bytes Per Day
+             * @description The store's growth over the last day's samples (once a minute); None for its first 10 minutes
+             */
+            store_growth_bytes_per_day: number | null;
             /** Tiles */
             tiles: components["schemas"]["StatusTile"][];
         };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatAmount, formatAxis, formatClock, formatRate, formatShare, formatTick, localToUnix, sig3 } from './format'
+import { formatAmount, formatAxis, formatClock, formatRate, formatShare, formatTick, localToUnix, sig3, usageText } from './format'
 
 describe('sig3', () => {
   it('keeps three significant digits and groups thousands', () => {
@@ -67,5 +67,19 @@ describe('localToUnix', () => {
   it('is unbounded when empty and says so when unreadable', () => {
     expect(localToUnix('')).toBeNull()
     expect(localToUnix('not a time')).toBe('invalid')
+  })
+})
+
+describe('usageText', () => {
+  const G = 2 ** 30
+  const u = { store_bytes: 1.5 * G, disk_free_bytes: 40 * G }
+  it.each([
+    [null, null, 'store 1.5 GiB · 40 GiB free · growth known after 10 minutes'],
+    [0, null, 'store 1.5 GiB · 40 GiB free · not growing (retention keeps it level)'],
+    [3.5 * G, 11.43, 'store 1.5 GiB · 40 GiB free · full in about 11 days (+3.5 GiB a day)'],
+    [20 * G, 2, 'store 1.5 GiB · 40 GiB free · full in about 2.0 days (+20 GiB a day)'],
+    [400 * G, 0.1, 'store 1.5 GiB · 40 GiB free · full in about 2 hours (+400 GiB a day)'],
+  ])('growth %s, %s days', (g, d, want) => {
+    expect(usageText({ ...u, store_growth_bytes_per_day: g, days_until_full: d })).toBe(want)
   })
 })

@@ -96,3 +96,14 @@ export function localToUnix(value: string): number | null | 'invalid' {
   const ms = new Date(value).getTime()
   return Number.isNaN(ms) ? 'invalid' : Math.floor(ms / 1000)
 }
+
+/** The status page's usage line: "store 1.2 GB · 40 GB free · full in about 12 days (+3.4 GB a day)". */
+export function usageText(u: { store_bytes: number; disk_free_bytes: number; store_growth_bytes_per_day: number | null; days_until_full: number | null }): string {
+  const base = `store ${formatBytes(u.store_bytes)} · ${formatBytes(u.disk_free_bytes)} free`
+  const g = u.store_growth_bytes_per_day
+  if (g === null) return `${base} · growth known after 10 minutes`
+  if (u.days_until_full === null) return `${base} · not growing (retention keeps it level)`
+  const days = u.days_until_full
+  const when = days < 1 ? `in about ${Math.max(1, Math.round(days * 24))} hours` : `in about ${days < 10 ? days.toFixed(1) : Math.round(days).toLocaleString('en-US')} days`
+  return `${base} · full ${when} (+${formatBytes(g)} a day)`
+}

@@ -6,7 +6,7 @@ import { SparklineTile } from '../charts/sparkline/View'
 import { SourceTable } from '../components/SourceTable'
 import { openSources } from './SourcesPage'
 import { familyIsDemo, familySummary } from '../lib/empty'
-import { formatBytes } from '../lib/format'
+import { usageText } from '../lib/format'
 import { lastWorksheet, openWorksheet } from '../state/useWorksheet'
 import { makeStatistic } from '../state/url'
 
@@ -19,8 +19,8 @@ export function StatusPage() {
       <div className="toolbar">
         <h1 className="ws-name">Status</h1>
         {status.data && (
-          <div className="muted small">
-            hosts: {status.data.hosts.join(', ') || 'none yet'} · store {formatBytes(status.data.store_bytes)}
+          <div className="muted small" data-testid="status-usage">
+            hosts: {status.data.hosts.join(', ') || 'none yet'} · {usageText(status.data)}
           </div>
         )}
       </div>

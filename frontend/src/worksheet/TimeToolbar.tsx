@@ -71,7 +71,9 @@ export function TimeToolbar({ view, onChange }: Props) {
   useEffect(() => {
     function onKey(e: KeyboardEvent) {
       const t = e.target as HTMLElement | null
-      if (e.ctrlKey || e.metaKey || e.altKey || (t && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(t.tagName)) || t?.isContentEditable) return
+      // not while typing or pressing a control, and not a key something else on the page already took
+      if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return
+      if ((t && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(t.tagName)) || t?.isContentEditable) return
       const u = UNITS.find((x) => x.key === e.key.toLowerCase())
       const act: Record<string, () => void> = {
         ArrowLeft: () => onChange(back(view, nowS())),

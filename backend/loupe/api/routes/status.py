@@ -1,9 +1,11 @@
+import shutil
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from ...models import StatusResult, StatusTile
 from ...query import parse_statistic, window_for
+from ...usage import project
 from ..deps import LoupeDep, StoreDep
 
 router = APIRouter(tags=["status"])
@@ -44,5 +46,8 @@ def status(
                                 timestamps=list(range(window.start, window.end, window.step)), values=values))
     demo_hosts = sorted({s["host"] for s in store.sources() if s["demo"] and s["host"]})
     t = loupe.telemetry
+    free = shutil.disk_usage(loupe.settings.data_dir).free
+    growth, days = project(list(loupe.size_history), free)
     return StatusResult(tiles=tiles, store_bytes=store.size_bytes(), hosts=store.hosts(), demo_hosts=demo_hosts,
+                        disk_free_bytes=free, store_growth_bytes_per_day=growth, days_until_full=days,
                         ingest_error=t.ingest_error, ingest_error_since=t.ingest_error_since)
