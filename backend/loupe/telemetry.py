@@ -126,6 +126,8 @@ class Telemetry(Collector):
                                 value=b.get("rows", 0))
         yield GaugeMetricFamily("loupe_store_flush_failing", "1 while writing the ingest log's rows to the tables fails",
                                 value=1 if b.get("error") else 0)
+        yield GaugeMetricFamily("loupe_store_wal_bytes", "The store engine's write-ahead log, not yet checkpointed",
+                                value=b.get("wal_bytes", 0))
         yield GaugeMetricFamily("loupe_live_subscribers", "Open live WebSocket connections", value=self.subscribers())
         if self.control is not None:
             yield from self._self_cost()

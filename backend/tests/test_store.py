@@ -759,3 +759,4 @@ def test_retention_set_by_an_admin_outlives_a_restart(tmp_path):
         assert "older than the seconds retention" in s.ingest([old], received_at=NOW).rejected[0]["reason"]
     finally:
         s.close()
+

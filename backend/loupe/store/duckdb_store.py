@@ -177,7 +177,9 @@ class DuckDBStore(Store):
         self._db = duckdb.connect(self.path)
         # Checkpoints run from the upkeep thread (checkpoint()), not inline in an ingest commit
         # once the WAL passes DuckDB's 16 MB default; the WAL still makes every commit durable.
-        self._db.execute("SET checkpoint_threshold = '1GB'")
+        # Should those keep failing, DuckDB checkpoints by itself at this size: until then the
+        # WAL's data also stays in memory, so the bound is kept well under the memory limit.
+        self._db.execute("SET checkpoint_threshold = '256MB'")
         if memory_limit:
             self._db.execute(f"SET memory_limit = '{memory_limit}'")  # validated by Settings
         self._local = threading.local()
@@ -569,7 +571,11 @@ class DuckDBStore(Store):
         self._submit(job)
 
     def backlog(self) -> dict:
-        return {"rows": self._staged_rows, "error": self.flush_error}
+        try:
+            wal = os.path.getsize(self.path + ".wal")
+        except OSError:
+            wal = 0
+        return {"rows": self._staged_rows, "error": self.flush_error, "wal_bytes": wal}
 
     def request_flush(self) -> None:
         self._flush_due.set()
