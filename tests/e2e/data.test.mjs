@@ -32,6 +32,7 @@ describe('Loupe data administration in Chromium', { skip: skip ?? false }, () =>
     await until('the retention saved', async () => (await second.getAttribute('data-keep')) === '86400')
     assert.match(dialogs[0], /This deletes seconds older than 1 day at once/)
     assert.match(await page.getByTestId('retention-origin').textContent(), /set by admin/)
+    assert.match(await page.getByTestId('retention-pruned').textContent(), /^; the change removed [\d,]+ rows$/)
     const r = await (await authedFetch(`${server.base}/api/v1/retention`)).json()
     assert.deepEqual([r.second, r.minute, r.hour, r.set_by], [86400, 30 * 86400, 365 * 86400, 'admin'])
 

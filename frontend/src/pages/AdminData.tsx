@@ -10,10 +10,11 @@ import { describeKeep, describeScope, rowsByTier, toUnits, UNIT_SECONDS, type Un
 type Tier = 'second' | 'minute' | 'hour'
 const TIERS: Tier[] = ['second', 'minute', 'hour']
 
-function Retention({ data }: { data: RetentionPublic }) {
+// Re-mounted (keyed by set_at) when the retention changes, so the fields show what is in force;
+// what the last change pruned is kept by the parent across that.
+function Retention({ data, pruned, setPruned }: { data: RetentionPublic; pruned: number | null; setPruned: (n: number) => void }) {
   const set = useSetRetention()
   const [draft, setDraft] = useState(() => Object.fromEntries(TIERS.map((t) => [t, toUnits(data[t])])) as Record<Tier, { n: number; unit: Unit }>)
-  const [pruned, setPruned] = useState<number | null>(null)
   const seconds = (t: Tier) => Math.round(draft[t].n * UNIT_SECONDS[draft[t].unit])
   const shorter = TIERS.filter((t) => seconds(t) < data[t])
 
@@ -83,7 +84,7 @@ function Retention({ data }: { data: RetentionPublic }) {
           {data.set_by ? `set by ${data.set_by} ${formatDateTime(data.set_at ?? 0)}` : 'the configured default (LOUPE_RETAIN_*)'}
           {'; store '}
           {formatBytes(data.store_bytes)}
-          {pruned !== null && `; the change removed ${pruned.toLocaleString()} rows`}
+          {pruned !== null && <span data-testid="retention-pruned">; the change removed {pruned.toLocaleString()} rows</span>}
         </span>
       </div>
     </form>
@@ -160,6 +161,7 @@ function DeleteData() {
 
 export function AdminData() {
   const retention = useRetention()
+  const [pruned, setPruned] = useState<number | null>(null)
   return (
     <section className="card admin-section" data-testid="admin-data">
       <div className="card-head">
@@ -168,7 +170,7 @@ export function AdminData() {
       </div>
       <div className="admin-body">
         <ErrorLine error={retention.error} />
-        {retention.data && <Retention key={`${retention.data.set_at}`} data={retention.data} />}
+        {retention.data && <Retention key={`${retention.data.set_at}`} data={retention.data} pruned={pruned} setPruned={setPruned} />}
         <h3 className="card-subtitle">Delete statistics</h3>
         <DeleteData />
       </div>
