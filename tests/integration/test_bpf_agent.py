@@ -117,11 +117,12 @@ def test_the_systemd_units_capabilities_are_all_the_bpf_probes_need(server_facto
     def agent(held, until):
         """The agent holding only `held`, until the server's view of its BPF sources satisfies `until`."""
         bounding = "-all," + ",".join("+" + c.removeprefix("CAP_").lower() for c in held)
+        log = open(tmp_path / f"agent-{len(held)}.log", "w")  # a file, not a pipe nobody drains
         proc = subprocess.Popen(
             ["setpriv", "--bounding-set", bounding, "--inh-caps", "-all", "--",
              sys.executable, "-m", "loupe_probes.agent", "--server", s.base, f"--token={token}",
              "--sources", "bpf.disk,bpf.cpu,bpf.net,bpf.nfswire,procfs.cpu"],  # procfs: a frame to carry the status
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=log, stderr=subprocess.STDOUT)
         try:
             bpf = lambda: {n: x for n, x in _sources(s).items() if n.startswith("bpf.")}  # noqa: E731
             s.wait_for(lambda: until(bpf()), timeout=90, what=f"the BPF sources with {held}")
@@ -133,6 +134,7 @@ def test_the_systemd_units_capabilities_are_all_the_bpf_probes_need(server_facto
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            log.close()
 
     # the NFS wire decoder's programs take the verifier some seconds: wait for it, not a fixed time
     src = agent(caps, lambda b: len(b) == 4 and all(x["state"] == "active" for x in b.values()))
