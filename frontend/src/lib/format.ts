@@ -90,6 +90,11 @@ export function formatBytes(v: number): string {
   return formatAmount(v, 'bytes')
 }
 
+/** A unix second as a datetime-local value, in the browser's time zone (localToUnix's inverse). */
+export function unixToLocalInput(unixSeconds: number): string {
+  return formatDateTime(unixSeconds).replace(' ', 'T')
+}
+
 /** A datetime-local value (the browser's local time) as unix seconds; '' is none (null). */
 export function localToUnix(value: string): number | null | 'invalid' {
   if (!value) return null

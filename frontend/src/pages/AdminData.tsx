@@ -4,6 +4,7 @@ import { useEffect, useState, type FormEvent } from 'react'
 import { useDeleteData, useRetention, useSetRetention, type DataDeleted, type RetentionPublic } from '../api/admin'
 import { useStatus } from '../api/hooks'
 import { formatBytes, formatDateTime, localToUnix } from '../lib/format'
+import { DateTimeInput } from '../components/DateTimeInput'
 import { ErrorLine } from '../components/ErrorLine'
 import { describeKeep, describeScope, rowsByTier, toUnits, UNIT_SECONDS, type Unit } from '../lib/retention'
 
@@ -130,12 +131,8 @@ function DeleteData() {
           </option>
         ))}
       </select>
-      <label className="field-help">
-        from <input type="datetime-local" step={1} value={from} onChange={(e) => setFrom(e.target.value)} data-testid="delete-from" />
-      </label>
-      <label className="field-help">
-        to <input type="datetime-local" step={1} value={to} onChange={(e) => setTo(e.target.value)} data-testid="delete-to" />
-      </label>
+      <DateTimeInput label="from" value={from} onChange={setFrom} className="field-help" testId="delete-from" />
+      <DateTimeInput label="to" value={to} onChange={setTo} className="field-help" testId="delete-to" />
       <button className="button" type="submit" disabled={invalid || del.isPending || (!host && start === null && end === null)} data-testid="delete-count">
         Count
       </button>

@@ -4,7 +4,8 @@
 import { useEffect, useState, type MouseEvent } from 'react'
 import { MenuButton } from '../components/MenuButton'
 import { Popover } from '../components/Popover'
-import { formatDateTime, localToUnix } from '../lib/format'
+import { DateTimeInput } from '../components/DateTimeInput'
+import { formatDateTime, localToUnix, unixToLocalInput } from '../lib/format'
 import { absolute, back, forward, parseSpan, showUnits, spanLabel, toNow, UNITS, zoom } from '../state/time'
 import { pauseTime, type WorksheetState } from '../state/url'
 
@@ -13,17 +14,10 @@ type Props = { view: TimeView; onChange: (v: TimeView) => void }
 
 const nowS = () => Math.floor(Date.now() / 1000)
 
-/** datetime-local's value for a unix second, in the browser's time zone. */
-function toLocal(t: number): string {
-  const d = new Date(t * 1000)
-  const p = (n: number) => String(n).padStart(2, '0')
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
-}
-
 function RangePicker({ view, onChange, onClose }: Props & { onClose: () => void }) {
   const end = view.paused && view.at !== null ? view.at : nowS() - 2
-  const [from, setFrom] = useState(toLocal(end - (parseSpan(view.range) ?? 600)))
-  const [to, setTo] = useState(toLocal(end))
+  const [from, setFrom] = useState(unixToLocalInput(end - (parseSpan(view.range) ?? 600)))
+  const [to, setTo] = useState(unixToLocalInput(end))
   const [error, setError] = useState<string | null>(null)
   function apply() {
     const a = localToUnix(from)
@@ -42,12 +36,8 @@ function RangePicker({ view, onChange, onClose }: Props & { onClose: () => void 
           apply()
         }}
       >
-        <label className="field-label">
-          From <input type="datetime-local" step={1} value={from} onChange={(e) => setFrom(e.target.value)} data-testid="range-from" />
-        </label>
-        <label className="field-label">
-          To <input type="datetime-local" step={1} value={to} onChange={(e) => setTo(e.target.value)} data-testid="range-to" />
-        </label>
+        <DateTimeInput label="From" value={from} onChange={setFrom} className="field-label" testId="range-from" />
+        <DateTimeInput label="To" value={to} onChange={setTo} className="field-label" testId="range-to" />
         {error && (
           <div className="error" role="alert" data-testid="range-error">
             {error}
