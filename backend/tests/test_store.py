@@ -760,3 +760,19 @@ def test_retention_set_by_an_admin_outlives_a_restart(tmp_path):
     finally:
         s.close()
 
+
+
+def test_config_documents_outlive_a_restart_and_stay_apart(tmp_path):
+    s = DuckDBStore(tmp_path / "c.duckdb")
+    assert s.config_get("tiles") is None
+    s.config_put("tiles", {"list": [1, 2]})
+    s.config_put("names", {"10.0.0.1": "a"})
+    s.config_put("tiles", {"list": [3]})  # replaces, never duplicates
+    s.close()
+    s = DuckDBStore(tmp_path / "c.duckdb")
+    try:
+        assert s.config_get("tiles") == {"list": [3]}
+        assert s.config_get("names") == {"10.0.0.1": "a"}
+        assert s.retention_origin() is None  # a config key is not the retention row
+    finally:
+        s.close()

@@ -138,6 +138,15 @@ class Store(abc.ABC):
         so it outlives a restart and wins over the configured default."""
 
     @abc.abstractmethod
+    def config_get(self, key: str) -> dict | None:
+        """A configuration document an admin saved under `key` (tiles, alert rules, client names...),
+        or None if never saved."""
+
+    @abc.abstractmethod
+    def config_put(self, key: str, value: dict) -> None:
+        """Save a JSON-serialisable configuration document under `key`; it outlives restarts."""
+
+    @abc.abstractmethod
     def retention_origin(self) -> tuple[str, float] | None:
         """(who, when) set the retention in force, or None while it is the configured default."""
 

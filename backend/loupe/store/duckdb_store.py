@@ -1277,6 +1277,16 @@ class DuckDBStore(Store):
             self.retain.update({k: int(retain[k]) for k in ("second", "minute", "hour")})
             self._retain_origin = (by, at)
 
+    def config_get(self, key: str) -> dict | None:
+        with self._wlock:
+            rows = self._cur.execute("SELECT value FROM meta WHERE key = ?", [f"config:{key}"]).fetchall()
+        return json.loads(rows[0][0]) if rows else None
+
+    def config_put(self, key: str, value: dict) -> None:
+        text = json.dumps(value)
+        with self._wlock:
+            self._cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [f"config:{key}", text])
+
     def retention_origin(self) -> tuple[str, float] | None:
         return self._retain_origin
 
