@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     db_memory_limit: str = Field("1GB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$",
                                  description="Memory the store's engine may cache and compute in (DuckDB's "
                                  "memory_limit, e.g. 512MB, 4GB); beyond it it evicts and spills to disk")
+    webhook_timeout: float = Field(5.0, gt=0, le=60, description="Seconds an alert's webhook receiver has to answer")
+    webhook_attempts: int = Field(5, ge=1, le=20, description="Posts of one alert event before it is marked "
+                                  "failed (retried after 2 s, 5 s, 15 s, 1 min, 5 min, then every 15 min)")
     max_frame_bytes: int = Field(32 * 1024 * 1024, description="Largest ingest request body")
     static_dir: Path | None = Field(None, description="Built UI; defaults to the packaged one")
 

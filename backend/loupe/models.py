@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -577,6 +580,135 @@ class DataDeleted(BaseModel):
                                          "finer tier is already pruned is deleted whole")
     bytes_before: int
     bytes_after: int
+
+
+# ---- alerts and the event log ------------------------------------------------------------
+
+DayName = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+HHMM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+
+class AlertRuleBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
+    name: str = Field(min_length=1, max_length=120)
+    metric: str = Field(description="The statistic's metric, e.g. nfs.ops")
+    where: dict[str, list[str]] = Field(default_factory=dict, description="Filters, as in a worksheet statistic")
+    condition: Literal["above", "below"] = Field(description="Fire when the value exceeds or falls below threshold")
+    threshold: float = Field(description="In the metric's unit (per second for rates)")
+    hold_s: int = Field(300, ge=1, le=21600, description="The condition must hold this many seconds in a row")
+    clear_s: int = Field(60, ge=1, le=21600, description="An open alert clears after this many seconds without it")
+    repost_s: int = Field(0, ge=0, le=7 * 86400, description="While open, post again this often; 0: once")
+    days: list[DayName] = Field(default_factory=lambda: ["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
+                                min_length=1, description="Fires only on these days")
+    from_time: str | None = Field(None, pattern=HHMM, description="With to_time: fires only between them (HH:MM); "
+                                  "a window past midnight (22:00-06:00) belongs to the day it starts")
+    to_time: str | None = Field(None, pattern=HHMM)
+    timezone: str | None = Field(None, max_length=64, description="IANA name for days and times; the server's "
+                                 "local time if absent")
+    webhook: str | None = Field(None, max_length=2000, description="http(s) URL that receives a JSON POST per event")
+    secret: str | None = Field(None, max_length=200, description="Signs each post: X-Loupe-Signature: sha256=<HMAC "
+                               "of the body>. On an update, absent keeps the one set and \"\" removes it")
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def consistent(self):
+        if not math.isfinite(self.threshold):
+            raise ValueError("threshold must be a finite number")
+        if (self.from_time is None) != (self.to_time is None):
+            raise ValueError("from_time and to_time go together: give both or neither")
+        if self.from_time is not None and self.from_time == self.to_time:
+            raise ValueError("from_time and to_time are equal: the window would be empty (leave both out for all day)")
+        if len(set(self.days)) != len(self.days):
+            raise ValueError("days lists a day twice")
+        if self.repost_s and self.repost_s < 60:
+            raise ValueError("repost_s must be 0 (post once) or at least 60 seconds")
+        if self.timezone is not None:
+            try:
+                ZoneInfo(self.timezone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown timezone {self.timezone!r}: use an IANA name like Europe/Berlin or UTC")
+        if self.webhook is not None:
+            u = urlsplit(self.webhook)
+            if u.scheme not in ("http", "https") or not u.hostname:
+                raise ValueError(f"webhook {self.webhook!r} is not an http:// or https:// URL with a host")
+        return self
+
+
+class AlertStatePublic(BaseModel):
+    active: bool = Field(description="The alert is open: it fired and has not cleared")
+    since: float | None = Field(description="When it fired (unix seconds)")
+    value: float | None = Field(description="The newest evaluated second's value")
+    checked_upto: int | None = Field(description="Seconds before this are evaluated (unix)")
+
+
+class AlertRulePublic(BaseModel):
+    id: str
+    name: str
+    metric: str
+    where: dict[str, list[str]]
+    condition: Literal["above", "below"]
+    threshold: float
+    hold_s: int
+    clear_s: int
+    repost_s: int
+    days: list[DayName]
+    from_time: str | None
+    to_time: str | None
+    timezone: str | None
+    webhook: str | None = Field(description="Shown in full to admins; others see only its scheme and host")
+    has_secret: bool
+    enabled: bool
+    statistic: str = Field(description="The statistic in words")
+    unit: str
+    created: float
+    created_by: str
+    updated: float
+    updated_by: str
+    state: AlertStatePublic
+
+
+class AlertRuleList(BaseModel):
+    rules: list[AlertRulePublic]
+
+
+EventKind = Literal["alert.fired", "alert.reposted", "alert.cleared", "alert.test", "agent.connected",
+                    "agent.disconnected"]
+
+
+class EventPublic(BaseModel):
+    id: int
+    at: float = Field(description="When (unix seconds): for an alert, the end of the second that decided it")
+    kind: EventKind
+    subject: str = Field(description="The alert rule's id, or the agent's name")
+    label: str = Field(description="The alert's or the agent's name")
+    message: str
+    value: float | None
+    threshold: float | None
+    opened_by: int | None = Field(description="For a repost or a clear: the event that fired the alert")
+    until: float | None = Field(None, description="For a fired alert: when it cleared; null while open")
+    delivery: Literal["none", "pending", "delivered", "failed"] = Field(description="The webhook post's state")
+    attempts: int
+    next_attempt: float | None = Field(description="When a pending post is tried again")
+
+
+class EventList(BaseModel):
+    events: list[EventPublic] = Field(description="Newest first")
+    active: int = Field(description="Alerts open now")
+
+
+class DeliveryPublic(BaseModel):
+    event_id: int
+    attempt: int
+    at: float
+    url: str = Field(description="Shown in full to admins; others see only its scheme and host")
+    ok: bool
+    status: int | None = Field(description="The receiver's HTTP status; null if none came")
+    error: str | None
+    ms: float
+
+
+class DeliveryList(BaseModel):
+    deliveries: list[DeliveryPublic]
 
 
 # ---- errors ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from .alerts import AlertBook, AlertEngine, Deliverer
 from .auth import Auth, new_secret
 from .config import Settings
 from .control import SourceControl
@@ -74,6 +75,9 @@ class Loupe:
         # `loupe serve --demo` prints a link that signs in as admin, for the demo only (see /auth/link).
         self.demo_link = secrets.token_urlsafe(24) if settings.demo else None
         self.hub = LiveHub()
+        self.alerts = AlertBook(settings.data_dir / "alerts.sqlite")
+        self.alert_engine = AlertEngine(self.store, self.alerts)
+        self.deliverer = Deliverer(self.alerts, attempts=settings.webhook_attempts, timeout=settings.webhook_timeout)
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
                                    backlog=self.store.backlog, memory=self.store.memory)
@@ -131,7 +135,8 @@ class Loupe:
 
     def start_background(self) -> None:
         for target, name in ((self._upkeep, "loupe-upkeep"), (self._flusher, "loupe-flush"),
-                             (self._resorter, "loupe-resort")):
+                             (self._resorter, "loupe-resort"), (self._alerting, "loupe-alerts"),
+                             (lambda: self.deliverer.serve(self._stop), "loupe-webhooks")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -189,6 +194,18 @@ class Loupe:
             self.last_prune = dict(at=now, rows=rep.rows, bytes_before=rep.bytes_before, bytes_after=rep.bytes_after)
         return rep
 
+    def _alerting(self) -> None:
+        """Alert rules over the newly settled seconds, and agents coming and going, each second."""
+        failing = False
+        while not self._stop.wait(1.0):
+            try:
+                self.alert_engine.tick(time.time())
+                failing = False
+            except Exception:
+                if not failing:
+                    log.exception("alert evaluation failed; it resumes where it stopped")
+                failing = True
+
     def _resorter(self) -> None:
         """Closed days of seconds are rewritten sorted by element, in a thread of their own: a busy
         server's day takes minutes, and rollups must not wait for it."""
@@ -224,8 +241,11 @@ class Loupe:
         for s in self.agent_stops:
             s.set()
         self._stop.set()
+        with self.alerts.changed:
+            self.alerts.changed.notify_all()
         self.store.interrupt()
         for t in self._threads:
             t.join(timeout=5)
+        self.alerts.close()
         self.store.close()
         self.auth.close()

@@ -1,6 +1,8 @@
-"""Frame builders shared by the backend tests."""
+"""Frame builders, a signed-in app and a webhook receiver, shared by the backend tests."""
 
 import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from loupe.frame import Frame
 
@@ -59,3 +61,30 @@ def signed_in_app(data_dir, token: str, **settings):
     with TestClient(app) as c:
         sign_in(c)
         yield c
+
+
+class Receiver:
+    """A real HTTP server on loopback answering each POST with the next status of `statuses`."""
+
+    def __init__(self, statuses):
+        self.statuses, self.posts = list(statuses), []
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.posts.append((dict(self.headers), body))
+                code = outer.statuses.pop(0) if len(outer.statuses) > 1 else outer.statuses[0]
+                self.send_response(code)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

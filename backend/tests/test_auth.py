@@ -59,10 +59,19 @@ ROUTES = {
     ("GET", "/api/v1/audit"): "admin",
     ("PUT", "/api/v1/retention"): "admin",
     ("POST", "/api/v1/data/delete"): "admin",
+    ("GET", "/api/v1/alerts"): "viewer",
+    ("GET", "/api/v1/alerts/{rule_id}"): "viewer",
+    ("POST", "/api/v1/alerts"): "admin",
+    ("PUT", "/api/v1/alerts/{rule_id}"): "admin",
+    ("DELETE", "/api/v1/alerts/{rule_id}"): "admin",
+    ("POST", "/api/v1/alerts/{rule_id}/test"): "admin",
+    ("GET", "/api/v1/events"): "viewer",
+    ("GET", "/api/v1/events/{event_id}/deliveries"): "viewer",
 }
 ROLES = ("viewer", "operator", "admin")
 USERS = {"viewer": "vera", "operator": "otto", "admin": "admin"}
-PATH_ARGS = {"{ws_id}": "nope", "{run_id}": "nope", "{client}": "10.0.0.1", "{name}": "nobody", "{token_id}": "999999"}
+PATH_ARGS = {"{ws_id}": "nope", "{run_id}": "nope", "{client}": "10.0.0.1", "{name}": "nobody", "{token_id}": "999999",
+             "{rule_id}": "nope", "{event_id}": "999999"}
 
 
 def make_app(tmp_path, **kw):

@@ -93,6 +93,8 @@ class DeleteReport:
 
 
 class Store(abc.ABC):
+    retain: dict[str, int]  # seconds each tier ('second', 'minute', 'hour') is kept
+
     @abc.abstractmethod
     def ingest(self, frames: list[Frame], *, received_at: float) -> IngestOutcome: ...
 

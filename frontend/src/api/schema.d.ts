@@ -4,6 +4,60 @@
  */
 
 export interface paths {
+    "/api/v1/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Alert rules, each with its state */
+        get: operations["list_rules_api_v1_alerts_get"];
+        put?: never;
+        /** Create an alert rule (admin) */
+        post: operations["create_rule_api_v1_alerts_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/alerts/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One alert rule and its state */
+        get: operations["get_rule_api_v1_alerts__rule_id__get"];
+        /** Replace an alert rule (admin); an open alert is cleared and evaluation starts afresh */
+        put: operations["update_rule_api_v1_alerts__rule_id__put"];
+        post?: never;
+        /** Delete an alert rule (admin); an open alert is cleared, the log keeps its events */
+        delete: operations["delete_rule_api_v1_alerts__rule_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/alerts/{rule_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Post a test event to the rule's webhook now (admin); logged like any other */
+        post: operations["test_rule_api_v1_alerts__rule_id__test_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -151,6 +205,40 @@ export interface paths {
         put?: never;
         /** Delete a host's or a time range's statistics (admin); dry_run counts them first */
         post: operations["delete_data_api_v1_data_delete_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event log over a range, newest first */
+        get: operations["list_events_api_v1_events_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{event_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Each attempt to post an event to its webhook */
+        get: operations["deliveries_api_v1_events__event_id__deliveries_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -650,6 +738,171 @@ export interface components {
             /** Rss Bytes */
             rss_bytes: number;
         };
+        /** AlertRuleBody */
+        AlertRuleBody: {
+            /**
+             * Clear S
+             * @description An open alert clears after this many seconds without it
+             * @default 60
+             */
+            clear_s: number;
+            /**
+             * Condition
+             * @description Fire when the value exceeds or falls below threshold
+             * @enum {string}
+             */
+            condition: "above" | "below";
+            /**
+             * Days
+             * @description Fires only on these days
+             */
+            days?: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+            /**
+             * Enabled
+             * @default true
+             */
+            enabled: boolean;
+            /**
+             * From Time
+             * @description With to_time: fires only between them (HH:MM); a window past midnight (22:00-06:00) belongs to the day it starts
+             */
+            from_time?: string | null;
+            /**
+             * Hold S
+             * @description The condition must hold this many seconds in a row
+             * @default 300
+             */
+            hold_s: number;
+            /**
+             * Metric
+             * @description The statistic's metric, e.g. nfs.ops
+             */
+            metric: string;
+            /** Name */
+            name: string;
+            /**
+             * Repost S
+             * @description While open, post again this often; 0: once
+             * @default 0
+             */
+            repost_s: number;
+            /**
+             * Secret
+             * @description Signs each post: X-Loupe-Signature: sha256=<HMAC of the body>. On an update, absent keeps the one set and "" removes it
+             */
+            secret?: string | null;
+            /**
+             * Threshold
+             * @description In the metric's unit (per second for rates)
+             */
+            threshold: number;
+            /**
+             * Timezone
+             * @description IANA name for days and times; the server's local time if absent
+             */
+            timezone?: string | null;
+            /** To Time */
+            to_time?: string | null;
+            /**
+             * Webhook
+             * @description http(s) URL that receives a JSON POST per event
+             */
+            webhook?: string | null;
+            /**
+             * Where
+             * @description Filters, as in a worksheet statistic
+             */
+            where?: {
+                [key: string]: string[];
+            };
+        };
+        /** AlertRuleList */
+        AlertRuleList: {
+            /** Rules */
+            rules: components["schemas"]["AlertRulePublic"][];
+        };
+        /** AlertRulePublic */
+        AlertRulePublic: {
+            /** Clear S */
+            clear_s: number;
+            /**
+             * Condition
+             * @enum {string}
+             */
+            condition: "above" | "below";
+            /** Created */
+            created: number;
+            /** Created By */
+            created_by: string;
+            /** Days */
+            days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+            /** Enabled */
+            enabled: boolean;
+            /** From Time */
+            from_time: string | null;
+            /** Has Secret */
+            has_secret: boolean;
+            /** Hold S */
+            hold_s: number;
+            /** Id */
+            id: string;
+            /** Metric */
+            metric: string;
+            /** Name */
+            name: string;
+            /** Repost S */
+            repost_s: number;
+            state: components["schemas"]["AlertStatePublic"];
+            /**
+             * Statistic
+             * @description The statistic in words
+             */
+            statistic: string;
+            /** Threshold */
+            threshold: number;
+            /** Timezone */
+            timezone: string | null;
+            /** To Time */
+            to_time: string | null;
+            /** Unit */
+            unit: string;
+            /** Updated */
+            updated: number;
+            /** Updated By */
+            updated_by: string;
+            /**
+             * Webhook
+             * @description Shown in full to admins; others see only its scheme and host
+             */
+            webhook: string | null;
+            /** Where */
+            where: {
+                [key: string]: string[];
+            };
+        };
+        /** AlertStatePublic */
+        AlertStatePublic: {
+            /**
+             * Active
+             * @description The alert is open: it fired and has not cleared
+             */
+            active: boolean;
+            /**
+             * Checked Upto
+             * @description Seconds before this are evaluated (unix)
+             */
+            checked_upto: number | null;
+            /**
+             * Since
+             * @description When it fired (unix seconds)
+             */
+            since: number | null;
+            /**
+             * Value
+             * @description The newest evaluated second's value
+             */
+            value: number | null;
+        };
         /** AuditEntry */
         AuditEntry: {
             /** Action */
@@ -913,6 +1166,36 @@ export interface components {
             /** Total Rows */
             total_rows: number;
         };
+        /** DeliveryList */
+        DeliveryList: {
+            /** Deliveries */
+            deliveries: components["schemas"]["DeliveryPublic"][];
+        };
+        /** DeliveryPublic */
+        DeliveryPublic: {
+            /** At */
+            at: number;
+            /** Attempt */
+            attempt: number;
+            /** Error */
+            error: string | null;
+            /** Event Id */
+            event_id: number;
+            /** Ms */
+            ms: number;
+            /** Ok */
+            ok: boolean;
+            /**
+             * Status
+             * @description The receiver's HTTP status; null if none came
+             */
+            status: number | null;
+            /**
+             * Url
+             * @description Shown in full to admins; others see only its scheme and host
+             */
+            url: string;
+        };
         /** DiagnosisDisk */
         DiagnosisDisk: {
             /** Disk */
@@ -962,6 +1245,73 @@ export interface components {
              * @description What was wrong, in words
              */
             detail: string;
+        };
+        /** EventList */
+        EventList: {
+            /**
+             * Active
+             * @description Alerts open now
+             */
+            active: number;
+            /**
+             * Events
+             * @description Newest first
+             */
+            events: components["schemas"]["EventPublic"][];
+        };
+        /** EventPublic */
+        EventPublic: {
+            /**
+             * At
+             * @description When (unix seconds): for an alert, the end of the second that decided it
+             */
+            at: number;
+            /** Attempts */
+            attempts: number;
+            /**
+             * Delivery
+             * @description The webhook post's state
+             * @enum {string}
+             */
+            delivery: "none" | "pending" | "delivered" | "failed";
+            /** Id */
+            id: number;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "alert.fired" | "alert.reposted" | "alert.cleared" | "alert.test" | "agent.connected" | "agent.disconnected";
+            /**
+             * Label
+             * @description The alert's or the agent's name
+             */
+            label: string;
+            /** Message */
+            message: string;
+            /**
+             * Next Attempt
+             * @description When a pending post is tried again
+             */
+            next_attempt: number | null;
+            /**
+             * Opened By
+             * @description For a repost or a clear: the event that fired the alert
+             */
+            opened_by: number | null;
+            /**
+             * Subject
+             * @description The alert rule's id, or the agent's name
+             */
+            subject: string;
+            /** Threshold */
+            threshold: number | null;
+            /**
+             * Until
+             * @description For a fired alert: when it cleared; null while open
+             */
+            until?: number | null;
+            /** Value */
+            value: number | null;
         };
         /** EvidenceStatistic */
         EvidenceStatistic: {
@@ -2101,6 +2451,464 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    list_rules_api_v1_alerts_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleList"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_rule_api_v1_alerts_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertRuleBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRulePublic"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_rule_api_v1_alerts__rule_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRulePublic"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_rule_api_v1_alerts__rule_id__put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertRuleBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRulePublic"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_rule_api_v1_alerts__rule_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    test_rule_api_v1_alerts__rule_id__test_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPublic"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     audit_log_api_v1_audit_get: {
         parameters: {
             query?: {
@@ -2751,6 +3559,168 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DataDeleted"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_events_api_v1_events_get: {
+        parameters: {
+            query?: {
+                /** @description '-1h', unix seconds or ISO 8601 */
+                start?: string;
+                /** @description 'now', relative, unix seconds or ISO 8601 */
+                end?: string;
+                /** @description Only these kinds */
+                kind?: ("alert.fired" | "alert.reposted" | "alert.cleared" | "alert.test" | "agent.connected" | "agent.disconnected")[] | null;
+                /** @description Only this alert rule id or agent */
+                subject?: string | null;
+                limit?: number;
+                /** @description Also alerts fired before start and still open at start (for drawing spans over the range) */
+                open_before?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deliveries_api_v1_events__event_id__deliveries_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
                 };
             };
             /** @description A parameter is wrong (detail says which and why) */

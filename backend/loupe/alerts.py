@@ -1,0 +1,517 @@
+"""Threshold alerts: the rules, their evaluation against the per-second store, the event log
+(alerts firing and clearing, agents connecting and disconnecting) and webhook delivery.
+
+A rule is checked second by second over settled seconds (SETTLE behind now), so its verdict does
+not depend on how often the engine runs or on a restart: the evaluation resumes where it stopped,
+and a rule's state (active, since when) is kept beside the log. Webhook posts wait in the log
+as pending until a receiver answers 2xx; they are retried with backoff and survive a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from . import __version__
+from .catalog import metric, statistic_name
+from .query import parse_statistic
+from .store.base import Store
+from .timerange import Window
+
+log = logging.getLogger("loupe.alerts")
+
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+SETTLE = 3  # seconds behind now: agents post each second within about a second, and late ones a bit later
+CATCH_UP = 3600  # after a longer outage a rule starts afresh from its hold window
+AGENT_STALE = 15.0  # an agent silent this long is disconnected (the sources page's stale mark too)
+BACKOFF = (2, 5, 15, 60, 300, 900)  # seconds before each retry of a failed webhook post
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rules (
+  id TEXT PRIMARY KEY, spec TEXT NOT NULL, secret TEXT, created REAL NOT NULL, created_by TEXT NOT NULL,
+  updated REAL NOT NULL, updated_by TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS state (
+  key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, kind TEXT NOT NULL, subject TEXT NOT NULL,
+  label TEXT NOT NULL, message TEXT NOT NULL, value REAL, threshold REAL, opened_by INTEGER,
+  webhook TEXT, delivery TEXT NOT NULL DEFAULT 'none', attempts INTEGER NOT NULL DEFAULT 0, next_at REAL);
+CREATE INDEX IF NOT EXISTS events_at ON events (at);
+CREATE INDEX IF NOT EXISTS events_pending ON events (delivery, next_at);
+CREATE INDEX IF NOT EXISTS events_opened_by ON events (opened_by);
+CREATE TABLE IF NOT EXISTS deliveries (
+  event_id INTEGER NOT NULL, attempt INTEGER NOT NULL, at REAL NOT NULL, url TEXT NOT NULL, ok INTEGER NOT NULL,
+  status INTEGER, error TEXT, ms REAL NOT NULL, PRIMARY KEY (event_id, attempt));
+"""
+
+EVENT_COLS = ("id", "at", "kind", "subject", "label", "message", "value", "threshold", "opened_by", "webhook",
+              "delivery", "attempts", "next_at")
+
+
+def fmt_value(v: float) -> str:
+    """A threshold or a measured value, short and exact enough to compare: 1,250.5, 0.0312, 3.2e+09."""
+    if v == 0 or 1e-3 <= abs(v) < 1e9:
+        return f"{v:,.6g}" if abs(v) >= 1000 else f"{v:.4g}"
+    return f"{v:.3g}"
+
+
+def fmt_span(seconds: int) -> str:
+    for div, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= div and seconds % div == 0:
+            return f"{seconds // div} {unit}"
+    return f"{seconds} s"
+
+
+# ---------------------------------------------------------------------------- rules
+
+
+@dataclass
+class Rule:
+    """A checked rule (see models.AlertRuleBody for what each field means)."""
+
+    id: str
+    name: str
+    metric: str
+    where: dict[str, list[str]]
+    condition: str  # above | below
+    threshold: float
+    hold_s: int = 300
+    clear_s: int = 60
+    repost_s: int = 0
+    days: list[str] = field(default_factory=lambda: list(DAYS))
+    from_time: str | None = None  # HH:MM, with to_time: only fires within the day's window
+    to_time: str | None = None
+    timezone: str | None = None  # IANA name; None: the server's local time
+    webhook: str | None = None
+    enabled: bool = True
+
+    SPEC = ("name", "metric", "where", "condition", "threshold", "hold_s", "clear_s", "repost_s", "days",
+            "from_time", "to_time", "timezone", "webhook", "enabled")
+
+    def spec(self) -> dict:
+        return {k: getattr(self, k) for k in self.SPEC}
+
+    @property
+    def statistic(self):
+        return parse_statistic(self.metric, None, [f"{k}={','.join(v)}" for k, v in self.where.items()])
+
+    @property
+    def label(self) -> str:
+        return statistic_name(self.metric, self.where)
+
+    def satisfied(self, value: float) -> bool:
+        return value > self.threshold if self.condition == "above" else value < self.threshold
+
+    def in_window(self, ts: int) -> bool:
+        """Whether second `ts` falls in the rule's days and time of day (in its time zone)."""
+        tz = ZoneInfo(self.timezone) if self.timezone else None
+        local = datetime.fromtimestamp(ts, tz) if tz else datetime.fromtimestamp(ts).astimezone()
+        day = local.weekday()
+        if self.from_time is None or self.to_time is None:
+            return DAYS[day] in self.days
+        minute = local.hour * 60 + local.minute
+        lo, hi = (int(t[:2]) * 60 + int(t[3:]) for t in (self.from_time, self.to_time))
+        if lo <= hi:
+            return DAYS[day] in self.days and lo <= minute < hi
+        # a window across midnight (22:00-06:00) belongs to the day it starts on
+        if minute >= lo:
+            return DAYS[day] in self.days
+        return minute < hi and DAYS[(day - 1) % 7] in self.days
+
+
+@dataclass
+class RuleState:
+    checked_upto: int  # seconds before this are evaluated
+    active: bool = False
+    run_start: int | None = None  # first second of the current run where the condition holds
+    clear_start: int | None = None  # while active: first second of the current run where it does not
+    fired_event: int | None = None
+    last_post: float | None = None  # when the alert was last posted (fired or reposted)
+    since: float | None = None  # when it fired
+    value: float | None = None  # the newest second's value
+
+    def dump(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def load(cls, text: str) -> RuleState:
+        return cls(**json.loads(text))
+
+
+@dataclass
+class Transition:
+    kind: str  # fired | reposted | cleared
+    at: int  # the end of the second that decided it
+    value: float
+
+
+def step(rule: Rule, st: RuleState, ts: int, value: float) -> Transition | None:
+    """Advance a rule's state by one second's value; what it changed, if anything.
+
+    Fires once the condition has held for hold_s seconds in a row (with that last second inside the
+    rule's days and hours); clears once it has not held for clear_s seconds in a row; while active,
+    reposts every repost_s seconds (0: never)."""
+    st.checked_upto, st.value = ts + 1, value
+    if rule.satisfied(value):
+        st.run_start = ts if st.run_start is None else st.run_start
+        st.clear_start = None
+    else:
+        st.run_start = None
+        if st.active and st.clear_start is None:
+            st.clear_start = ts
+    end = ts + 1
+    if not st.active:
+        if st.run_start is not None and end - st.run_start >= rule.hold_s and rule.in_window(ts):
+            st.active, st.since, st.last_post, st.clear_start = True, float(end), float(end), None
+            return Transition("fired", end, value)
+        return None
+    if st.clear_start is not None and end - st.clear_start >= rule.clear_s:
+        st.active, st.since, st.clear_start, st.last_post = False, None, None, None
+        return Transition("cleared", end, value)
+    if st.run_start is not None and rule.repost_s and end - (st.last_post or end) >= rule.repost_s:
+        st.last_post = float(end)
+        return Transition("reposted", end, value)
+    return None
+
+
+# ---------------------------------------------------------------------------- the book
+
+
+class AlertBook:
+    """Rules, rule state, the event log and webhook delivery attempts, in one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+        self.changed = threading.Condition()  # notified when a post is pending
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    def _q(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self.db.execute(sql, args).fetchall()
+
+    # rules
+    def rules(self) -> list[dict]:
+        rows = self._q("SELECT id, spec, secret, created, created_by, updated, updated_by FROM rules ORDER BY created")
+        return [dict(id=i, spec=json.loads(s), secret=sec, created=c, created_by=cb, updated=u, updated_by=ub)
+                for i, s, sec, c, cb, u, ub in rows]
+
+    def rule(self, rule_id: str) -> dict | None:
+        return next((r for r in self.rules() if r["id"] == rule_id), None)
+
+    def put_rule(self, rule: Rule, secret: str | None, by: str, at: float) -> None:
+        with self._lock:
+            self.db.execute(
+                "INSERT INTO rules VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET spec = excluded.spec, "
+                "secret = excluded.secret, updated = excluded.updated, updated_by = excluded.updated_by",
+                (rule.id, json.dumps(rule.spec()), secret, at, by, at, by))
+
+    def delete_rule(self, rule_id: str) -> bool:
+        with self._lock:
+            gone = self.db.execute("DELETE FROM rules WHERE id = ?", (rule_id,)).rowcount > 0
+            self.db.execute("DELETE FROM state WHERE key = ?", (f"rule:{rule_id}",))
+            return gone
+
+    # state
+    def state(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM state WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_state(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._q("DELETE FROM state WHERE key = ?", (key,))
+        else:
+            self._q("INSERT OR REPLACE INTO state VALUES (?, ?)", (key, value))
+
+    # events
+    def add_event(self, at: float, kind: str, subject: str, label: str, message: str, *, value: float | None = None,
+                  threshold: float | None = None, opened_by: int | None = None, webhook: str | None = None) -> int:
+        with self._lock:
+            cur = self.db.execute(
+                "INSERT INTO events (at, kind, subject, label, message, value, threshold, opened_by, webhook, delivery,"
+                " next_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (at, kind, subject, label, message, value, threshold, opened_by, webhook,
+                 "pending" if webhook else "none", time.time() if webhook else None))
+            eid = int(cur.lastrowid)
+        if webhook:
+            with self.changed:
+                self.changed.notify_all()
+        return eid
+
+    def events(self, start: float | None = None, end: float | None = None, kinds: list[str] | None = None,
+               subject: str | None = None, limit: int = 500) -> list[dict]:
+        sql = f"SELECT {', '.join(EVENT_COLS)} FROM events WHERE at >= ? AND at < ?"
+        args: list = [start if start is not None else 0.0, end if end is not None else float("inf")]
+        if kinds:
+            sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
+            args += kinds
+        if subject:
+            sql += " AND subject = ?"
+            args.append(subject)
+        rows = self._q(sql + " ORDER BY at DESC, id DESC LIMIT ?", (*args, limit))
+        return [dict(zip(EVENT_COLS, r)) for r in rows]
+
+    def open_before(self, start: float, kinds: list[str] | None, subject: str | None) -> list[dict]:
+        """Alerts fired before `start` and not cleared by then: their spans reach into a range after it."""
+        if kinds and "alert.fired" not in kinds:
+            return []
+        sql = (f"SELECT {', '.join('e.' + c for c in EVENT_COLS)} FROM events e WHERE e.kind = 'alert.fired' "
+               "AND e.at < ? AND NOT EXISTS (SELECT 1 FROM events c WHERE c.opened_by = e.id "
+               "AND c.kind = 'alert.cleared' AND c.at < ?)")
+        args: list = [start, start]
+        if subject:
+            sql += " AND e.subject = ?"
+            args.append(subject)
+        return [dict(zip(EVENT_COLS, r)) for r in self._q(sql + " ORDER BY e.at DESC", tuple(args))]
+
+    def cleared_for(self, fired: list[int]) -> list[dict]:
+        """The clears of these fired events."""
+        if not fired:
+            return []
+        rows = self._q(f"SELECT {', '.join(EVENT_COLS)} FROM events WHERE kind = 'alert.cleared' AND opened_by IN "
+                       f"({', '.join('?' * len(fired))})", tuple(fired))
+        return [dict(zip(EVENT_COLS, r)) for r in rows]
+
+    def event(self, event_id: int) -> dict | None:
+        rows = self._q(f"SELECT {', '.join(EVENT_COLS)} FROM events WHERE id = ?", (event_id,))
+        return dict(zip(EVENT_COLS, rows[0])) if rows else None
+
+    def due(self, now: float) -> list[dict]:
+        rows = self._q(f"SELECT {', '.join(EVENT_COLS)} FROM events WHERE delivery = 'pending' AND next_at <= ? "
+                       "ORDER BY id", (now,))
+        return [dict(zip(EVENT_COLS, r)) for r in rows]
+
+    def next_due(self) -> float | None:
+        rows = self._q("SELECT min(next_at) FROM events WHERE delivery = 'pending'")
+        return rows[0][0]
+
+    def record_attempt(self, event_id: int, attempt: int, at: float, url: str, ok: bool, status: int | None,
+                       error: str | None, ms: float, *, delivery: str, next_at: float | None) -> None:
+        with self._lock:
+            self.db.execute("INSERT OR REPLACE INTO deliveries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (event_id, attempt, at, url, int(ok), status, error, ms))
+            self.db.execute("UPDATE events SET attempts = ?, delivery = ?, next_at = ? WHERE id = ?",
+                            (attempt, delivery, next_at, event_id))
+
+    def deliveries(self, event_id: int) -> list[dict]:
+        rows = self._q("SELECT event_id, attempt, at, url, ok, status, error, ms FROM deliveries WHERE event_id = ? "
+                       "ORDER BY attempt", (event_id,))
+        keys = ("event_id", "attempt", "at", "url", "ok", "status", "error", "ms")
+        return [dict(zip(keys, r), ok=bool(r[4])) for r in rows]
+
+
+# ---------------------------------------------------------------------------- evaluation
+
+
+class AlertEngine:
+    """Evaluates every enabled rule over the newly settled seconds, and notes agents coming and going."""
+
+    def __init__(self, store: Store, book: AlertBook) -> None:
+        self.store, self.book = store, book
+        self._lock = threading.Lock()  # one evaluation at a time (the thread, and rule edits)
+
+    def rule_state(self, rule_id: str) -> RuleState | None:
+        text = self.book.state(f"rule:{rule_id}")
+        return RuleState.load(text) if text else None
+
+    def tick(self, now: float) -> list[int]:
+        """Evaluate up to now - SETTLE; the ids of the events this recorded."""
+        with self._lock:
+            out = []
+            for r in self.book.rules():
+                rule = Rule(id=r["id"], **r["spec"])
+                if rule.enabled:
+                    out += self._evaluate(rule, int(now) - SETTLE)
+            out += self._agent_events(now)
+            return out
+
+    def _evaluate(self, rule: Rule, upto: int) -> list[int]:
+        key = f"rule:{rule.id}"
+        st = self.rule_state(rule.id)
+        if st is None or st.checked_upto < upto - CATCH_UP:
+            # a new rule (or one long unchecked) looks back over its hold window: one that is
+            # already breached when created fires at once rather than hold_s later
+            prior = st
+            st = RuleState(checked_upto=max(0, upto - rule.hold_s))
+            if prior is not None and prior.active:  # carry the open alert; it clears on the new seconds
+                st.active, st.since, st.fired_event, st.last_post = True, prior.since, prior.fired_event, prior.last_post
+        if st.checked_upto >= upto:
+            return []
+        # never read seconds retention has removed: they would count as zeros
+        start = max(st.checked_upto, upto - self.store.retain["second"] + 60)
+        try:
+            values = self.store.aggregate(rule.statistic, Window(start, upto, 1, "second"), 1).total
+        except Exception as e:  # a rule whose statistic no longer reads (catalog change) is logged, not fatal
+            log.warning("alert %r cannot be evaluated: %s", rule.name, e)
+            return []
+        out = []
+        for i, v in enumerate(values):
+            tr = step(rule, st, start + i, v)
+            if tr is not None:
+                out.append(self._record(rule, st, tr))
+        self.book.set_state(key, st.dump())
+        return out
+
+    def _record(self, rule: Rule, st: RuleState, tr: Transition) -> int:
+        unit = metric(rule.metric).unit
+        where = "above" if rule.condition == "above" else "below"
+        if tr.kind == "fired":
+            msg = (f"{rule.name}: {rule.label} {where} {fmt_value(rule.threshold)} {unit} for "
+                   f"{fmt_span(rule.hold_s)} (now {fmt_value(tr.value)})")
+        elif tr.kind == "reposted":
+            msg = (f"{rule.name}: still {where} {fmt_value(rule.threshold)} {unit} since "
+                   f"{_utc(st.since)} (now {fmt_value(tr.value)})")
+        else:
+            msg = (f"{rule.name}: cleared: not {where} {fmt_value(rule.threshold)} {unit} for "
+                   f"{fmt_span(rule.clear_s)} (now {fmt_value(tr.value)})")
+        eid = self.book.add_event(tr.at, f"alert.{tr.kind}", rule.id, rule.name, msg, value=tr.value,
+                                  threshold=rule.threshold, opened_by=None if tr.kind == "fired" else st.fired_event,
+                                  webhook=rule.webhook)
+        if tr.kind == "fired":
+            st.fired_event = eid
+        elif tr.kind == "cleared":
+            st.fired_event = None
+        log.info("%s", msg)
+        return eid
+
+    def close_rule(self, rule: Rule, reason: str, at: float) -> int | None:
+        """A rule changed, was disabled or deleted while its alert was open: clear it (and post that),
+        so a receiver never keeps an alert nobody will clear. Evaluation then starts afresh."""
+        with self._lock:
+            st = self.rule_state(rule.id)
+            self.book.set_state(f"rule:{rule.id}", None)
+            if st is None or not st.active:
+                return None
+            return self.book.add_event(at, "alert.cleared", rule.id, rule.name, f"{rule.name}: cleared: {reason}",
+                                       value=st.value, threshold=rule.threshold, opened_by=st.fired_event,
+                                       webhook=rule.webhook)
+
+    def _agent_events(self, now: float) -> list[int]:
+        """An agent is up while one of its sources reported within AGENT_STALE. The store keeps when
+        each was last seen, so an agent that never came back after a restart is noted too."""
+        seen: dict[str, tuple[float, str | None]] = {}
+        for s in self.store.sources():
+            if s["last_seen"] is not None and s["last_seen"] > seen.get(s["agent"], (0.0, None))[0]:
+                seen[s["agent"]] = (s["last_seen"], s["host"])
+        out = []
+        for agent, (last, host) in sorted(seen.items()):
+            key = f"agent:{agent}"
+            known = self.book.state(key)
+            up = now - last <= AGENT_STALE
+            if known is None and not up:  # gone before alerts were kept: nothing to say
+                self.book.set_state(key, "down")
+                continue
+            if up == (known == "up"):
+                continue
+            label = f"{agent} ({host})" if host and host != agent else agent
+            if up:
+                out.append(self.book.add_event(last, "agent.connected", agent, label, f"agent {label} connected"))
+            else:
+                out.append(self.book.add_event(last + AGENT_STALE, "agent.disconnected", agent, label,
+                                               f"agent {label} disconnected: nothing received since {_utc(last)}"))
+            self.book.set_state(key, "up" if up else "down")
+        return out
+
+
+def _utc(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts or 0, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+# ---------------------------------------------------------------------------- delivery
+
+
+def payload(ev: dict, rule: dict | None) -> dict:
+    """The JSON a webhook receives for an event."""
+    spec = rule["spec"] if rule else {}
+    return {
+        "event_id": ev["id"], "kind": ev["kind"], "at": _utc(ev["at"]).replace(" ", "T"), "at_unix": ev["at"],
+        "alert": {"id": ev["subject"], "name": ev["label"], "metric": spec.get("metric"), "where": spec.get("where"),
+                  "condition": spec.get("condition"), "threshold": ev["threshold"], "hold_s": spec.get("hold_s"),
+                  "clear_s": spec.get("clear_s")},
+        "value": ev["value"], "opened_by": ev["opened_by"], "message": ev["message"], "source": "loupe",
+    }
+
+
+def sign(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[bool, int | None, str | None]:
+    """One POST: (2xx?, HTTP status, what went wrong)."""
+    req = urllib.request.Request(url, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (http/https only: validated)
+            return 200 <= resp.status < 300, resp.status, None
+    except urllib.error.HTTPError as e:
+        return False, e.code, f"HTTP {e.code} {e.reason}"
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        return False, None, f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
+
+
+class Deliverer:
+    """Posts pending events to their webhooks: each attempt is logged; a failed one is retried after
+    BACKOFF[i] seconds, up to `attempts` in all, then the event is marked failed."""
+
+    def __init__(self, book: AlertBook, *, attempts: int = 5, timeout: float = 5.0) -> None:
+        self.book, self.attempts, self.timeout = book, attempts, timeout
+
+    def attempt(self, ev: dict, url: str, n: int) -> dict:
+        rule = self.book.rule(ev["subject"]) if ev["kind"].startswith("alert.") else None
+        body = json.dumps(payload(ev, rule), separators=(",", ":")).encode()
+        headers = {"Content-Type": "application/json", "User-Agent": f"Loupe/{__version__}",
+                   "X-Loupe-Event": str(ev["id"]), "X-Loupe-Attempt": str(n),
+                   "X-Loupe-Delivery": secrets.token_hex(8)}
+        if rule and rule["secret"]:
+            headers["X-Loupe-Signature"] = sign(rule["secret"], body)
+        t0 = time.monotonic()
+        ok, status, error = post(url, body, headers, self.timeout)
+        return dict(ok=ok, status=status, error=error, ms=(time.monotonic() - t0) * 1000)
+
+    def run_due(self, now: float) -> int:
+        """Attempt every post that is due; how many were attempted."""
+        due = self.book.due(now)
+        for ev in due:
+            n = ev["attempts"] + 1
+            res = self.attempt(ev, ev["webhook"], n)
+            at = time.time()
+            if res["ok"]:
+                delivery, next_at = "delivered", None
+            elif n >= self.attempts:
+                delivery, next_at = "failed", None
+                log.warning("webhook post of event %d to %s failed %d times; giving up: %s", ev["id"], ev["webhook"],
+                            n, res["error"])
+            else:
+                delivery, next_at = "pending", at + BACKOFF[min(n - 1, len(BACKOFF) - 1)]
+            self.book.record_attempt(ev["id"], n, at, ev["webhook"], res["ok"], res["status"], res["error"],
+                                     res["ms"], delivery=delivery, next_at=next_at)
+        return len(due)
+
+    def serve(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.run_due(time.time())
+            except Exception:
+                log.exception("webhook delivery failed; retried in a second")
+            nxt = self.book.next_due()
+            wait = 1.0 if nxt is None else min(1.0, max(0.05, nxt - time.time()))
+            with self.book.changed:
+                self.book.changed.wait(wait)

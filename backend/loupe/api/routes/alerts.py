@@ -1,0 +1,105 @@
+"""Threshold alert rules. Reading is for viewers; creating, changing and deleting, for admins."""
+
+import secrets
+import time
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, HTTPException, Request, Response
+
+from ...alerts import Rule
+from ...auth import Principal
+from ...catalog import metric
+from ...models import AlertRuleBody, AlertRuleList, AlertRulePublic, AlertStatePublic, DeliveryPublic
+from ...query import parse_statistic
+from ...service import Loupe
+from ..deps import AdminDep, LoupeDep, ViewerDep, audit
+
+router = APIRouter(tags=["alerts"])
+
+
+def shown_url(url: str | None, p: Principal) -> str | None:
+    """A webhook URL often carries its receiver's secret (a chat hook's token): only admins see it whole."""
+    if url is None or p.allows("admin"):
+        return url
+    u = urlsplit(url)
+    return f"{u.scheme}://{u.hostname}{f':{u.port}' if u.port else ''}/…"
+
+
+def _public(loupe: Loupe, rec: dict, p: Principal) -> AlertRulePublic:
+    rule = Rule(id=rec["id"], **rec["spec"])
+    st = loupe.alert_engine.rule_state(rule.id)
+    state = AlertStatePublic(active=bool(st and st.active), since=st.since if st else None,
+                             value=st.value if st else None, checked_upto=st.checked_upto if st else None)
+    return AlertRulePublic(**{**rule.spec(), "webhook": shown_url(rule.webhook, p)}, id=rule.id,
+                           has_secret=bool(rec["secret"]), statistic=rule.label, unit=metric(rule.metric).unit,
+                           created=rec["created"], created_by=rec["created_by"], updated=rec["updated"],
+                           updated_by=rec["updated_by"], state=state)
+
+
+def _rule(loupe: Loupe, rule_id: str) -> dict:
+    rec = loupe.alerts.rule(rule_id)
+    if rec is None:
+        raise HTTPException(404, f"no alert rule {rule_id!r}")
+    return rec
+
+
+def _checked(body: AlertRuleBody, rule_id: str) -> Rule:
+    parse_statistic(body.metric, None, [f"{k}={','.join(v)}" for k, v in body.where.items()])  # 400 naming the fault
+    return Rule(id=rule_id, **body.model_dump(exclude={"secret"}))
+
+
+@router.get("/alerts", response_model=AlertRuleList, summary="Alert rules, each with its state")
+def list_rules(p: ViewerDep, loupe: LoupeDep) -> AlertRuleList:
+    return AlertRuleList(rules=[_public(loupe, r, p) for r in loupe.alerts.rules()])
+
+
+@router.get("/alerts/{rule_id}", response_model=AlertRulePublic, summary="One alert rule and its state")
+def get_rule(rule_id: str, p: ViewerDep, loupe: LoupeDep) -> AlertRulePublic:
+    return _public(loupe, _rule(loupe, rule_id), p)
+
+
+@router.post("/alerts", response_model=AlertRulePublic, status_code=201, summary="Create an alert rule (admin)")
+def create_rule(body: AlertRuleBody, p: AdminDep, loupe: LoupeDep, request: Request) -> AlertRulePublic:
+    rule = _checked(body, secrets.token_hex(6))
+    loupe.alerts.put_rule(rule, body.secret or None, p.name, time.time())
+    audit(request, "alert.create", rule.name, f"{rule.label} {rule.condition} {rule.threshold:g}")
+    return _public(loupe, _rule(loupe, rule.id), p)
+
+
+@router.put("/alerts/{rule_id}", response_model=AlertRulePublic,
+            summary="Replace an alert rule (admin); an open alert is cleared and evaluation starts afresh")
+def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep, request: Request) -> AlertRulePublic:
+    old = _rule(loupe, rule_id)
+    rule = _checked(body, rule_id)
+    secret = old["secret"] if body.secret is None else (body.secret or None)
+    loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was changed", time.time())
+    loupe.alerts.put_rule(rule, secret, p.name, time.time())
+    audit(request, "alert.update", rule.name, f"{rule.label} {rule.condition} {rule.threshold:g}")
+    return _public(loupe, _rule(loupe, rule_id), p)
+
+
+@router.delete("/alerts/{rule_id}", status_code=204,
+               summary="Delete an alert rule (admin); an open alert is cleared, the log keeps its events")
+def delete_rule(rule_id: str, _: AdminDep, loupe: LoupeDep, request: Request) -> Response:
+    old = _rule(loupe, rule_id)
+    loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was deleted", time.time())
+    loupe.alerts.delete_rule(rule_id)
+    audit(request, "alert.delete", old["spec"]["name"])
+    return Response(status_code=204)
+
+
+@router.post("/alerts/{rule_id}/test", response_model=DeliveryPublic,
+             summary="Post a test event to the rule's webhook now (admin); logged like any other")
+def test_rule(rule_id: str, p: AdminDep, loupe: LoupeDep) -> DeliveryPublic:
+    rec = _rule(loupe, rule_id)
+    rule = Rule(id=rule_id, **rec["spec"])
+    if not rule.webhook:
+        raise HTTPException(400, f"alert rule {rule.name!r} has no webhook to test")
+    eid = loupe.alerts.add_event(time.time(), "alert.test", rule.id, rule.name,
+                                 f"{rule.name}: test post requested by {p.name}", threshold=rule.threshold)
+    ev = loupe.alerts.event(eid)
+    res = loupe.deliverer.attempt(ev, rule.webhook, 1)
+    at = time.time()
+    loupe.alerts.record_attempt(eid, 1, at, rule.webhook, res["ok"], res["status"], res["error"], res["ms"],
+                                delivery="delivered" if res["ok"] else "failed", next_at=None)
+    return DeliveryPublic(event_id=eid, attempt=1, at=at, url=rule.webhook, **res)

@@ -1,0 +1,289 @@
+"""Alert rules: their second-by-second state machine, evaluation over a real store, the event log
+and webhook delivery to a real local receiver."""
+
+import json
+
+import pytest
+from factories import NOW, Receiver, nfs_frame
+
+from loupe.alerts import AGENT_STALE, SETTLE, AlertBook, AlertEngine, Deliverer, Rule, RuleState, sign, step
+from loupe.frame import SourceStatus
+from loupe.store.duckdb_store import DuckDBStore
+
+
+def rule(**kw):
+    base = dict(id="r1", name="busy", metric="nfs.ops", where={}, condition="above", threshold=50.0, hold_s=3,
+                clear_s=2, repost_s=0, timezone="UTC")
+    return Rule(**{**base, **kw})
+
+
+def run(r, values, start=NOW):
+    st = RuleState(checked_upto=start)
+    out = []
+    for i, v in enumerate(values):
+        tr = step(r, st, start + i, v)
+        if tr:
+            out.append((tr.kind, tr.at - start))
+    return out, st
+
+
+H, L = 100.0, 10.0  # above and below the threshold of 50
+
+
+@pytest.mark.parametrize(("kw", "values", "want"), [
+    # fires at the end of the third second in a row, once
+    ({}, [H, H, H, H, H], [("fired", 3)]),
+    # a dip restarts the hold
+    ({}, [H, H, L, H, H, H], [("fired", 6)]),
+    # clears after clear_s seconds without it; a blip back does not clear early
+    ({}, [H, H, H, L, H, L, L, H], [("fired", 3), ("cleared", 7)]),
+    # equal to the threshold is neither above nor below
+    ({}, [50.0] * 6, []),
+    ({"condition": "below"}, [H, L, L, L, H, H], [("fired", 4), ("cleared", 6)]),
+    # reposts every repost_s while open, counted from the last post
+    ({"repost_s": 2}, [H] * 8, [("fired", 3), ("reposted", 5), ("reposted", 7)]),
+    # fires again after a clear
+    ({"hold_s": 1, "clear_s": 1}, [H, L, H], [("fired", 1), ("cleared", 2), ("fired", 3)]),
+])
+def test_the_state_machine(kw, values, want):
+    assert run(rule(**kw), values)[0] == want
+
+
+def test_state_survives_a_round_trip_mid_alert():
+    r = rule()
+    _, st = run(r, [H, H, H, L])
+    st2 = RuleState.load(st.dump())
+    assert st2 == st and st2.active and st2.clear_start == NOW + 3
+    assert step(r, st2, NOW + 4, L).kind == "cleared"
+
+
+def _at(day: int, hh: int, mm: int = 0) -> int:
+    import datetime as dt
+
+    base = dt.datetime(2027, 1, 4, tzinfo=dt.timezone.utc)  # a Monday
+    assert base.weekday() == 0
+    return int((base + dt.timedelta(days=day, hours=hh, minutes=mm)).timestamp())
+
+
+@pytest.mark.parametrize(("kw", "ts", "inside"), [
+    ({}, _at(6, 12), True),
+    ({"days": ["mon", "tue", "wed", "thu", "fri"]}, _at(5, 12), False),  # Saturday
+    ({"days": ["mon"]}, _at(0, 23, 59), True),
+    ({"from_time": "09:00", "to_time": "17:00"}, _at(1, 8, 59), False),
+    ({"from_time": "09:00", "to_time": "17:00"}, _at(1, 9, 0), True),
+    ({"from_time": "09:00", "to_time": "17:00"}, _at(1, 17, 0), False),  # the end is exclusive
+    # across midnight: the night belongs to the day it starts on
+    ({"from_time": "22:00", "to_time": "06:00", "days": ["fri"]}, _at(4, 23), True),
+    ({"from_time": "22:00", "to_time": "06:00", "days": ["fri"]}, _at(5, 5, 59), True),  # Saturday morning
+    ({"from_time": "22:00", "to_time": "06:00", "days": ["fri"]}, _at(4, 5), False),  # Friday morning is Thursday's
+    # in the rule's time zone: 09:30 in Tokyo is 00:30 UTC
+    ({"from_time": "09:00", "to_time": "10:00", "timezone": "Asia/Tokyo"}, _at(1, 0, 30), True),
+    ({"from_time": "09:00", "to_time": "10:00", "timezone": "Asia/Tokyo"}, _at(1, 9, 30), False),
+])
+def test_days_and_hours(kw, ts, inside):
+    assert rule(**kw).in_window(ts) is inside
+
+
+def test_outside_its_hours_a_rule_waits_then_fires_inside():
+    start = _at(1, 8, 59) - 1  # the breach starts at 08:58:59, the window at 09:00
+    out, _ = run(rule(hold_s=3, from_time="09:00", to_time="17:00"), [H] * 70, start=start)
+    assert out == [("fired", 62)]  # the end of the 09:00:00 second
+
+
+# ------------------------------------------------------------------ over a real store
+
+
+def load(store, pattern):
+    """pattern: per second from NOW, the ops of that second."""
+    frames = [nfs_frame(NOW + i, [("10.0.0.7", "read", "/export/a", int(n), 0, {})], seq=NOW + i)
+              for i, n in enumerate(pattern)]
+    store.ingest(frames, received_at=NOW + len(pattern))
+    store.flush()
+
+
+@pytest.fixture
+def setup(tmp_path):
+    store = DuckDBStore(tmp_path / "s.duckdb", clock=lambda: NOW + 100)
+    books = []
+
+    def book(name="alerts.sqlite"):
+        b = AlertBook(tmp_path / name)
+        books.append(b)
+        return b
+
+    yield store, book
+    for b in books:
+        b.close()
+    store.close()
+
+
+def add(book, r, checked_upto=NOW):
+    book.put_rule(r, None, "alice", NOW)
+    book.set_state(f"rule:{r.id}", RuleState(checked_upto=checked_upto).dump())
+
+
+def kinds(book):
+    return [(e["kind"], int(e["at"]) - NOW, e["value"]) for e in reversed(book.events())]
+
+
+PATTERN = [100] * 10 + [5] * 10 + [100] * 10
+
+
+def test_a_rule_fires_and_clears_on_stored_seconds_the_same_however_often_it_runs(setup):
+    store, book = setup
+    load(store, PATTERN)
+    want = [("alert.fired", 3, 100.0), ("alert.cleared", 12, 5.0), ("alert.fired", 23, 100.0)]
+    b1 = book()
+    add(b1, rule(hold_s=3, clear_s=2))
+    AlertEngine(store, b1).tick(NOW + 30 + SETTLE)  # all at once
+    assert kinds(b1) == want
+    b2 = book("second.sqlite")
+    add(b2, rule(hold_s=3, clear_s=2))
+    eng = AlertEngine(store, b2)
+    for t in range(NOW + SETTLE, NOW + 31 + SETTLE):  # second by second
+        eng.tick(t)
+    assert kinds(b2) == want
+    cleared = [e for e in b2.events() if e["kind"] == "alert.cleared"][0]
+    fired_first = [e for e in b2.events() if e["kind"] == "alert.fired"][-1]
+    assert cleared["opened_by"] == fired_first["id"]
+    assert "above 50 ops/s for 3 s" in fired_first["message"] and "not above 50" in cleared["message"]
+
+
+def test_a_restart_resumes_without_firing_twice(setup):
+    store, book = setup
+    load(store, PATTERN)
+    b = book()
+    add(b, rule(hold_s=3, clear_s=2))
+    AlertEngine(store, b).tick(NOW + 8 + SETTLE)
+    assert [k for k, _, _ in kinds(b)] == ["alert.fired"]
+    b.close()
+    b = book()  # the same file, a new process
+    eng = AlertEngine(store, b)
+    assert eng.rule_state("r1").active
+    eng.tick(NOW + 30 + SETTLE)
+    assert [k for k, _, _ in kinds(b)] == ["alert.fired", "alert.cleared", "alert.fired"]
+
+
+def test_a_new_rule_looks_back_over_its_hold(setup):
+    store, book = setup
+    load(store, [100] * 30)
+    b = book()
+    b.put_rule(rule(hold_s=5), None, "alice", NOW)  # no state: created while the load is on
+    AlertEngine(store, b).tick(NOW + 30 + SETTLE)
+    assert kinds(b) == [("alert.fired", 30, 100.0)]  # at once, not 5 s later
+
+
+def test_filters_select_what_the_rule_watches(setup):
+    store, book = setup
+    load(store, [100] * 10)
+    b = book()
+    add(b, rule(id="other", where={"client": ["10.0.0.8"]}, hold_s=1))
+    add(b, rule(id="mine", where={"client": ["10.0.0.7"], "op": ["read"]}, hold_s=1))
+    AlertEngine(store, b).tick(NOW + 10 + SETTLE)
+    assert [e["subject"] for e in b.events()] == ["mine"]
+
+
+def test_closing_a_rule_clears_its_open_alert_once(setup):
+    store, book = setup
+    load(store, [100] * 10)
+    b = book()
+    r = rule(hold_s=1, webhook="http://127.0.0.1:9/hook")
+    add(b, r)
+    eng = AlertEngine(store, b)
+    eng.tick(NOW + 10 + SETTLE)
+    eid = eng.close_rule(r, "the rule was changed", NOW + 20)
+    ev = b.event(eid)
+    assert (ev["kind"], ev["message"], ev["delivery"]) == ("alert.cleared", "busy: cleared: the rule was changed", "pending")
+    assert eng.close_rule(r, "again", NOW + 21) is None  # nothing open any more
+
+
+def test_agents_connect_and_disconnect(setup):
+    store, book = setup
+    b = book()
+    eng = AlertEngine(store, b)
+    status = [SourceStatus(name="procfs.cpu", families=["cpu"], state="active")]
+    store.record_status("agent-1", "nas1", status, NOW)
+    eng.tick(NOW + 1)
+    eng.tick(NOW + 2)  # still up: nothing new
+    eng.tick(NOW + AGENT_STALE + 5)
+    got = [(e["kind"], e["label"], e["at"] - NOW) for e in reversed(b.events())]
+    assert got == [("agent.connected", "agent-1 (nas1)", 0), ("agent.disconnected", "agent-1 (nas1)", AGENT_STALE)]
+    b.close()
+    b = book()
+    AlertEngine(store, b).tick(NOW + 100)  # a restart does not say it again
+    assert len(b.events()) == 2
+
+
+# ------------------------------------------------------------------ webhooks
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(statuses):
+        made.append(Receiver(statuses))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def test_a_post_is_retried_until_the_receiver_takes_it(setup, receiver):
+    _, book = setup
+    rx = receiver([500, 503, 200])
+    b = book()
+    r = rule(webhook=rx.url)
+    b.put_rule(r, "s3cret", "alice", NOW)
+    eid = b.add_event(NOW, "alert.fired", r.id, r.name, "busy: above", value=100.0, threshold=50.0, webhook=rx.url)
+    d = Deliverer(b, attempts=5, timeout=2)
+    for i in range(3):
+        assert d.run_due(float("inf")) == 1
+    assert d.run_due(float("inf")) == 0  # delivered: nothing more to do
+    assert len(rx.posts) == 3
+    bodies = {body for _, body in rx.posts}
+    assert len(bodies) == 1  # every attempt posts the same event
+    headers, body = rx.posts[-1]
+    assert headers["X-Loupe-Event"] == str(eid) and [h["X-Loupe-Attempt"] for h, _ in rx.posts] == ["1", "2", "3"]
+    assert headers["X-Loupe-Signature"] == sign("s3cret", body)
+    doc = json.loads(body)
+    assert (doc["kind"], doc["alert"]["name"], doc["alert"]["metric"], doc["value"], doc["alert"]["threshold"]) == \
+        ("alert.fired", "busy", "nfs.ops", 100.0, 50.0)
+    log = b.deliveries(eid)
+    assert [(x["attempt"], x["ok"], x["status"]) for x in log] == [(1, False, 500), (2, False, 503), (3, True, 200)]
+    assert "HTTP 500" in log[0]["error"]
+    ev = b.event(eid)
+    assert (ev["delivery"], ev["attempts"], ev["next_at"]) == ("delivered", 3, None)
+
+
+def test_a_post_gives_up_after_its_attempts_and_says_why(setup):
+    _, book = setup
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    b = book()
+    eid = b.add_event(NOW, "agent.connected", "a", "a", "m", webhook=f"http://127.0.0.1:{port}/x")
+    d = Deliverer(b, attempts=2, timeout=1)
+    d.run_due(float("inf"))
+    ev = b.event(eid)
+    assert ev["delivery"] == "pending" and ev["next_at"] is not None
+    assert d.run_due(ev["next_at"] - 0.5) == 0  # not before its backoff
+    d.run_due(float("inf"))
+    ev = b.event(eid)
+    assert (ev["delivery"], ev["attempts"]) == ("failed", 2)
+    assert all("refused" in x["error"].lower() for x in b.deliveries(eid))
+
+
+def test_pending_posts_outlive_a_restart(setup, receiver):
+    _, book = setup
+    rx = receiver([200])
+    b = book()
+    eid = b.add_event(NOW, "alert.fired", "gone", "gone", "m", webhook=rx.url)
+    b.close()
+    b = book()
+    assert Deliverer(b).run_due(float("inf")) == 1
+    assert b.event(eid)["delivery"] == "delivered" and len(rx.posts) == 1
