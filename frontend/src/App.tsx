@@ -1,6 +1,7 @@
 // The page frame: sign-in first; then the header with navigation, sources, the demo label and
 // the account corner; the page by path.
 import { useEffect, useState } from 'react'
+import { useAlertRules } from './api/alerts'
 import { useSources, useStatus } from './api/hooks'
 import { useLiveState } from './api/live'
 import { useMe, type Me } from './auth/session'
@@ -8,6 +9,7 @@ import { formatClock } from './lib/format'
 import { SourcesMenu } from './components/SourcesMenu'
 import { UserMenu } from './components/UserMenu'
 import { AdminPage } from './pages/AdminPage'
+import { AlertsPage } from './pages/AlertsPage'
 import { ClientPage } from './pages/ClientPage'
 import { LoginPage, signInWithDemoLink } from './pages/LoginPage'
 import { RunsPage, openRuns } from './pages/RunsPage'
@@ -16,6 +18,17 @@ import { StatusPage } from './pages/StatusPage'
 import { WorksheetPage } from './pages/WorksheetPage'
 import { navigate, useLocation } from './state/router'
 import { lastWorksheet, openWorksheet } from './state/useWorksheet'
+
+/** Open alerts beside the Alerts link, so they are seen from any page. */
+function OpenAlerts() {
+  const rules = useAlertRules()
+  const n = rules.data?.filter((r) => r.state.active).length ?? 0
+  return n ? (
+    <span className="pill pill-warn" data-testid="nav-alerts-open" title={`${n} alert${n === 1 ? '' : 's'} open`}>
+      {n}
+    </span>
+  ) : null
+}
 
 function DemoLabel() {
   const { data: status } = useStatus()
@@ -61,10 +74,11 @@ const NAV = [
   { page: 'status', href: '/status', label: 'Status', open: () => navigate('/status') },
   { page: 'sources', href: '/sources', label: 'Sources', open: () => openSources() },
   { page: 'runs', href: '/runs', label: 'Runs', open: () => openRuns() },
+  { page: 'alerts', href: '/alerts', label: 'Alerts', open: () => navigate('/alerts') },
   { page: 'admin', href: '/admin', label: 'Admin', open: () => navigate('/admin'), role: 'admin' },
 ] as const
 
-const PAGES: Record<string, string> = { '/status': 'status', '/sources': 'sources', '/runs': 'runs', '/clients': 'client', '/admin': 'admin' }
+const PAGES: Record<string, string> = { '/status': 'status', '/sources': 'sources', '/runs': 'runs', '/alerts': 'alerts', '/clients': 'client', '/admin': 'admin' }
 
 export function App() {
   const [linkDone, setLinkDone] = useState(false)
@@ -112,6 +126,7 @@ function Shell({ me }: { me: Me }) {
               }}
             >
               {n.label}
+              {n.page === 'alerts' && <OpenAlerts />}
             </a>
           ))}
         </nav>
@@ -131,6 +146,8 @@ function Shell({ me }: { me: Me }) {
         <RunsPage />
       ) : page === 'client' ? (
         <ClientPage />
+      ) : page === 'alerts' ? (
+        <AlertsPage me={me} />
       ) : page === 'admin' ? (
         <AdminPage me={me} />
       ) : (

@@ -29,6 +29,7 @@ describe('Loupe accessibility in Chromium', { skip: skip ?? false }, () => {
     ['sources', '/sources', ['sources-page']],
     ['runs', '/runs', ['runs-page']],
     ['admin', '/admin', ['admin-page']],
+    ['alerts with the new-alert form open', '/alerts?new=nfs.ops', ['alert-form', 'event-log']],
     ['a client\'s diagnosis', '/clients?client=10.0.0.7', ['client-verdict']],
   ]
   for (const [what, path, ready] of pages) {

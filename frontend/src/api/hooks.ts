@@ -1,7 +1,7 @@
 // Server state through TanStack Query: one hook per API read.
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useMemo } from 'react'
-import { runAnnotations, type Annotation } from '../charts/annotations/transform'
+import { eventAnnotations, runAnnotations, type Annotation } from '../charts/annotations/transform'
 import { withSource, type Action } from '../lib/sources'
 import type { Statistic, WorksheetState } from '../state/url'
 import { apiRange, rangeSeconds } from '../state/url'
@@ -237,10 +237,25 @@ export function useImportResults() {
   })
 }
 
-/** Every run as a span to mark on charts (a running one reaches now). The same array until the runs change. */
-export function useRunAnnotations(): Annotation[] {
+/** What charts of this range mark: benchmark runs, alerts while open, agents coming and going.
+ * Every card of a worksheet asks with the same key, so it is read once. */
+export function useAnnotations(view: View): Annotation[] {
   const runs = useRuns()
-  return useMemo(() => runAnnotations(runs.data, Date.now() / 1000), [runs.data])
+  const range = apiRange(view)
+  const events = useQuery({
+    queryKey: ['events', 'annotations', range],
+    queryFn: async () =>
+      unwrap(
+        await api.GET('/api/v1/events', {
+          params: { query: { ...range, open_before: true, kind: ['alert.fired', 'agent.connected', 'agent.disconnected'] } },
+        }),
+      ).events,
+    refetchInterval: view.paused ? false : 5_000,
+  })
+  return useMemo(() => {
+    const now = Date.now() / 1000
+    return [...runAnnotations(runs.data, now), ...eventAnnotations(events.data, now)]
+  }, [runs.data, events.data])
 }
 
 /** The latency heat map of NFS operations over a run's window, of one client or all. */

@@ -9,6 +9,8 @@ import { familyIsDemo, familySummary } from '../lib/empty'
 import { usageText } from '../lib/format'
 import { lastWorksheet, openWorksheet } from '../state/useWorksheet'
 import { makeStatistic } from '../state/url'
+import { navigate } from '../state/router'
+import { EventLog } from './AlertsPage'
 
 export function StatusPage() {
   const status = useStatus()
@@ -38,6 +40,22 @@ export function StatusPage() {
             }}
           />
         ))}
+      </section>
+      <section className="panel status-alerts" aria-label="Recent alerts" data-testid="status-alerts">
+        <div className="panel-head">
+          <h2>Recent alerts</h2>
+          <a
+            className="small"
+            href="/alerts"
+            onClick={(e) => {
+              e.preventDefault()
+              navigate('/alerts')
+            }}
+          >
+            rules and the full log →
+          </a>
+        </div>
+        <EventLog start="-7d" limit={8} compact kind={['alert.fired', 'alert.reposted', 'alert.cleared']} />
       </section>
       <section className="panel" aria-label="Sources">
         <div className="panel-head">

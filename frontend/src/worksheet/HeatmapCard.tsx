@@ -1,6 +1,6 @@
 // A heat-map card: a histogram dimension over time, with bands and who is in them.
 import { useMemo, useRef, useState } from 'react'
-import { useHeatmap, useMembers, useRunAnnotations, type MembersRequest } from '../api/hooks'
+import { useHeatmap, useMembers, useAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
 import { bandLabel, cropOutliers, heatmapCsv, nextCrop, type Crop } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
@@ -16,7 +16,7 @@ import { useDrill } from './useDrill'
 
 export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardProps, 'onChange'>) {
   const q = useHeatmap(stat, view)
-  const annotations = useRunAnnotations()
+  const annotations = useAnnotations(view)
   const dim = stat.by ?? 'latency'
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
   const [band, setBand] = useState<Band | null>(null)

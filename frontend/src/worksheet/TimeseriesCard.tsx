@@ -1,13 +1,16 @@
 // A statistic card drawn over time: history from /query, then live seconds from the WebSocket.
 import { useEffect, useMemo, useRef, useState } from 'react'
 import type { MetricPublic } from '../api/client'
-import { fetchSeconds, useRunAnnotations, useStatisticQuery } from '../api/hooks'
+import { fetchSeconds, useAnnotations, useStatisticQuery } from '../api/hooks'
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
 import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
 import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, missingSpan, toCsv } from '../charts/timeseries/transform'
 import { TimeseriesView } from '../charts/timeseries/View'
 import { EmptyState } from '../components/EmptyState'
+import { can } from '../auth/roles'
+import { useMe } from '../auth/session'
+import { openAlertFor } from '../pages/AlertsPage'
 import { formatClock } from '../lib/format'
 import { rangeSeconds, type Statistic, type WorksheetState } from '../state/url'
 import { ApproximateBadge, CardFrame, useCardInfo } from './CardFrame'
@@ -27,9 +30,10 @@ export interface CardProps {
 
 export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove, group }: CardProps) {
   const [synced, setSynced] = useState(true)
+  const me = useMe()
   const png = useRef<(() => string) | null>(null)
   const q = useStatisticQuery(stat, view)
-  const annotations = useRunAnnotations()
+  const annotations = useAnnotations(view)
   const [live, setLive] = useState<LiveMessage[]>([])
   const [liveError, setLiveError] = useState<string | null>(null)
   const range = rangeSeconds(view.range)
@@ -82,6 +86,13 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
       actions={
         <>
           <ExportButtons title={title} csv={data && !isEmpty(data) ? () => toCsv(data) : null} png={png} />
+          {me.data && can(me.data.role, 'admin') && (
+            <button className="icon-button" onClick={() => openAlertFor(stat)} title="Alert on this statistic (its filters, not its breakdown)" aria-label="Alert on this statistic" data-testid="alert-on-chart">
+              <svg viewBox="0 0 16 16" width="14" height="14" aria-hidden>
+                <path d="M8 1.5a4 4 0 0 0-4 4v3L2.5 11h11L12 8.5v-3a4 4 0 0 0-4-4zM6.5 12.5a1.5 1.5 0 0 0 3 0" fill="none" stroke="currentColor" strokeWidth="1.4" strokeLinejoin="round" />
+              </svg>
+            </button>
+          )}
           {group && (
             <button
               className={`button small ${synced ? '' : 'button-warn'}`}

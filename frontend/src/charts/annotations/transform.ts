@@ -1,29 +1,60 @@
-// Benchmark runs drawn on charts: spans of time, clipped to what a chart shows. Pure; tested beside.
-import type { RunPublic } from '../../api/client'
+// Spans of time drawn on charts: benchmark runs, alerts while open, agents connecting and
+// disconnecting; clipped to what a chart shows. Pure; tested beside.
+import type { EventPublic, RunPublic } from '../../api/client'
+
+export type AnnotationKind = 'run' | 'alert' | 'agent'
 
 export interface Annotation {
   label: string
   /** Unix seconds, [from, to). */
   from: number
   to: number
+  /** A run when absent. */
+  kind?: AnnotationKind
 }
 
 export const ANNOTATION_KEY = '\u0000runs'
 
+// Each kind its own hue, so an alert never reads as a run. Text colours meet WCAG AA on white.
+const STYLE: Record<AnnotationKind, { fill: string; border: string; text: string }> = {
+  run: { fill: 'rgba(183,121,31,0.10)', border: 'rgba(183,121,31,0.55)', text: '#7a5200' },
+  alert: { fill: 'rgba(200,40,30,0.10)', border: 'rgba(200,40,30,0.60)', text: '#8c2019' },
+  agent: { fill: 'rgba(60,90,150,0.14)', border: 'rgba(60,90,150,0.70)', text: '#2b4a86' },
+}
+
 /** The fields of a series that only marks spans (id, no data, the areas): stacks, legends and
- * other markAreas stay the chart's own. `spans` are [label, from, to] in the x axis' units. */
-export function annotationSeries(spans: [string, number, number][]) {
+ * other markAreas stay the chart's own. `spans` are [label, from, to, kind] in the x axis' units. */
+export function annotationSeries(spans: [string, number, number, AnnotationKind?][]) {
   return {
     id: ANNOTATION_KEY,
     data: [] as never[],
     silent: true,
     markArea: {
       silent: true,
-      itemStyle: { color: 'rgba(183,121,31,0.10)', borderColor: 'rgba(183,121,31,0.55)', borderWidth: 1 },
-      label: { show: true, position: 'insideTopLeft' as const, color: '#7a5200', fontSize: 11 },
-      data: spans.map(([name, from, to]) => [{ name, xAxis: from }, { xAxis: to }] as [{ name: string; xAxis: number }, { xAxis: number }]),
+      itemStyle: { color: STYLE.run.fill, borderColor: STYLE.run.border, borderWidth: 1 },
+      label: { show: true, position: 'insideTopLeft' as const, color: STYLE.run.text, fontSize: 11 },
+      // runs take the series' style; other kinds bring their own
+      data: spans.map(([name, from, to, kind = 'run']) => {
+        const st = STYLE[kind]
+        // an agent's second is a hairline: its words would cover the chart (the aria label keeps them)
+        const own = kind === 'run' ? {} : { itemStyle: { color: st.fill, borderColor: st.border }, label: { color: st.text, show: kind !== 'agent' } }
+        return [{ name, xAxis: from, ...own }, { xAxis: to }] as [{ name: string; xAxis: number; itemStyle?: object; label?: object }, { xAxis: number }]
+      }),
     },
   }
+}
+
+/** Alerts from when they fired until they cleared (or now while open); agent events as one second. */
+export function eventAnnotations(events: EventPublic[] | undefined, nowS: number): Annotation[] {
+  const out: Annotation[] = []
+  for (const e of events ?? []) {
+    if (e.kind === 'alert.fired') {
+      out.push({ label: e.until == null ? `alert: ${e.label} (open)` : `alert: ${e.label}`, from: e.at, to: e.until ?? nowS, kind: 'alert' })
+    } else if (e.kind === 'agent.connected' || e.kind === 'agent.disconnected') {
+      out.push({ label: `${e.label} ${e.kind === 'agent.connected' ? 'connected' : 'disconnected'}`, from: e.at, to: e.at + 1, kind: 'agent' })
+    }
+  }
+  return out
 }
 
 /** Each run as a span; one still running reaches `nowS`. */
@@ -41,7 +72,7 @@ export function clipAnnotations(list: Annotation[], first: number, last: number)
 
 /** For a category axis of `timestamps` (points of `step` seconds): each annotation's first and
  * last point, as positions edge to edge (lo - 0.5 .. hi + 0.5). */
-export function categorySpans(list: Annotation[], timestamps: number[], step: number): { label: string; lo: number; hi: number }[] {
+export function categorySpans(list: Annotation[], timestamps: number[], step: number): { label: string; lo: number; hi: number; kind?: AnnotationKind }[] {
   const out = []
   for (const a of list) {
     let lo = -1
@@ -52,12 +83,17 @@ export function categorySpans(list: Annotation[], timestamps: number[], step: nu
         hi = i
       }
     })
-    if (lo >= 0) out.push({ label: a.label, lo: lo - 0.5, hi: hi + 0.5 })
+    if (lo >= 0) out.push({ label: a.label, lo: lo - 0.5, hi: hi + 0.5, ...(a.kind ? { kind: a.kind } : {}) })
   }
   return out
 }
 
 /** What screen readers (and tests) hear of a chart's annotations. */
 export function annotationsText(list: Annotation[]): string {
-  return list.length ? `; runs marked: ${list.map((a) => a.label).join(', ')}` : ''
+  const named: [AnnotationKind, string][] = [['run', 'runs marked'], ['alert', 'alerts marked'], ['agent', 'agent events']]
+  return named
+    .map(([kind, title]) => [title, list.filter((a) => (a.kind ?? 'run') === kind).map((a) => a.label)] as const)
+    .filter(([, labels]) => labels.length)
+    .map(([title, labels]) => `; ${title}: ${labels.join(', ')}`)
+    .join('')
 }

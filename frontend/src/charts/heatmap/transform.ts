@@ -97,7 +97,7 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   const runs: HeatmapSeries[] = marks.length
     ? [
         // A series of its own, with no cells: the band selection keeps the first one's markArea.
-        { type: 'heatmap', ...annotationSeries(marks.map((m) => [m.label, m.lo, m.hi])) },
+        { type: 'heatmap', ...annotationSeries(marks.map((m) => [m.label, m.lo, m.hi, m.kind])) },
       ]
     : []
   return {

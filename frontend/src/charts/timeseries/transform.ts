@@ -224,7 +224,7 @@ export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOptio
   const marks = first !== undefined && last !== undefined ? clipAnnotations(opts.annotations ?? [], first, last + d.step) : []
   if (marks.length) {
     // A series of its own, with no data: the stack and the legend stay the elements'.
-    series.push({ type: 'line', ...annotationSeries(marks.map((a) => [a.label, a.from * 1000, a.to * 1000])) })
+    series.push({ type: 'line', ...annotationSeries(marks.map((a) => [a.label, a.from * 1000, a.to * 1000, a.kind])) })
   }
   return {
     animation: false,
