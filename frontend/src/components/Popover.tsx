@@ -1,5 +1,5 @@
 // A floating panel that closes on Escape or a click outside it.
-import { useEffect, useRef, type CSSProperties, type ReactNode } from 'react'
+import { useEffect, useLayoutEffect, useRef, type CSSProperties, type ReactNode } from 'react'
 
 interface Props {
   onClose: () => void
@@ -30,6 +30,14 @@ export function Popover({ onClose, at, align = 'left', className, testId, label,
       document.removeEventListener('mousedown', onDown)
     }
   }, [])
+  // Anchored under a button that the toolbar wrapped to the page's edge, it would hang off screen: shift it back.
+  useLayoutEffect(() => {
+    const box = el.current
+    if (!box || at) return
+    const r = box.getBoundingClientRect()
+    const dx = r.left < 8 ? 8 - r.left : r.right > window.innerWidth - 8 ? window.innerWidth - 8 - r.right : 0
+    if (dx) box.style.transform = `translateX(${Math.round(dx)}px)`
+  }, [at])
   useEffect(() => {
     el.current?.querySelector<HTMLElement>('button, input, select, [tabindex]')?.focus()
   }, [])

@@ -12,8 +12,10 @@ import { TimeToolbar } from '../worksheet/TimeToolbar'
 import { readWorksheetFile, worksheetFile } from '../state/exchange'
 import { fileName } from '../lib/csv'
 import { saveText } from '../lib/download'
+import { editableCopy } from '../lib/share'
+import { ShareWorksheet } from '../worksheet/ShareWorksheet'
 
-type Panel = 'add' | 'save' | 'open' | null
+type Panel = 'add' | 'save' | 'open' | 'share' | null
 
 export function WorksheetPage() {
   const { ws, warnings, update } = useWorksheet()
@@ -41,8 +43,10 @@ export function WorksheetPage() {
     setFocus(null)
   }, [focus, keys.length])
 
+  const ro = ws.readOnly
+  // a drill-down from a shared view is the viewer's own: it continues in an editable copy
   const insertAfter = (i: number, s: Statistic) => {
-    update((w) => ({ ...w, statistics: [...w.statistics.slice(0, i + 1), s, ...w.statistics.slice(i + 1)] }))
+    update((w) => ({ ...(w.readOnly ? editableCopy(w) : w), statistics: [...w.statistics.slice(0, i + 1), s, ...w.statistics.slice(i + 1)] }))
     setFocus(i + 1)
   }
   const replaceAt = (i: number, s: Statistic) =>
@@ -67,36 +71,43 @@ export function WorksheetPage() {
           <h1 className="ws-name" data-testid="worksheet-name">
             {ws.name ?? 'Untitled worksheet'}
           </h1>
-          <MenuButton
-            label="+ Add statistic"
-            primary
-            open={panel === 'add' && !!metrics.data}
-            onToggle={() => toggle('add')}
-            testId="add-statistic-button"
-            disabled={!metrics.data}
-          >
-            <AddStatistic
-              metrics={metrics.data?.metrics ?? []}
-              onClose={close}
-              onAdd={(s) => {
-                close()
-                insertAfter(ws.statistics.length - 1, s)
-              }}
-            />
-          </MenuButton>
+          {!ro && (
+            <MenuButton
+              label="+ Add statistic"
+              primary
+              open={panel === 'add' && !!metrics.data}
+              onToggle={() => toggle('add')}
+              testId="add-statistic-button"
+              disabled={!metrics.data}
+            >
+              <AddStatistic
+                metrics={metrics.data?.metrics ?? []}
+                onClose={close}
+                onAdd={(s) => {
+                  close()
+                  insertAfter(ws.statistics.length - 1, s)
+                }}
+              />
+            </MenuButton>
+          )}
         </div>
         <TimeToolbar view={ws} onChange={(v) => update((w) => ({ ...w, ...v }))} />
         <div className="toolbar-group">
-          <MenuButton label="Save" open={panel === 'save'} onToggle={() => toggle('save')} testId="save-button">
-            <SaveWorksheet
-              ws={ws}
-              onClose={close}
-              onSaved={(saved) => {
-                close()
-                update((w) => ({ ...w, id: saved.id, name: saved.name }), { replace: true })
-              }}
-            />
+          <MenuButton label="Share" open={panel === 'share'} onToggle={() => toggle('share')} testId="share-button">
+            <ShareWorksheet ws={ws} onClose={close} />
           </MenuButton>
+          {!ro && (
+            <MenuButton label="Save" open={panel === 'save'} onToggle={() => toggle('save')} testId="save-button">
+              <SaveWorksheet
+                ws={ws}
+                onClose={close}
+                onSaved={(saved) => {
+                  close()
+                  update((w) => ({ ...w, id: saved.id, name: saved.name }), { replace: true })
+                }}
+              />
+            </MenuButton>
+          )}
           <button
             className="button"
             title="Save this worksheet as a JSON file"
@@ -105,9 +116,11 @@ export function WorksheetPage() {
           >
             Export
           </button>
-          <button className="button" title="Open a worksheet from a JSON file" data-testid="import-worksheet" onClick={() => importer.current?.click()}>
-            Import
-          </button>
+          {!ro && (
+            <button className="button" title="Open a worksheet from a JSON file" data-testid="import-worksheet" onClick={() => importer.current?.click()}>
+              Import
+            </button>
+          )}
           <input
             ref={importer}
             type="file"
@@ -131,6 +144,17 @@ export function WorksheetPage() {
         </div>
       </div>
 
+      {ro && (
+        <div className="notice" role="status" data-testid="read-only">
+          <span>
+            A shared view, read-only{ws.paused && ws.at !== null ? ', frozen at the moment it was shared' : ''}. Drilling down or editing continues in a copy of
+            your own.
+          </span>
+          <button className="button" onClick={() => update((w) => editableCopy(w))} data-testid="edit-copy">
+            Edit a copy
+          </button>
+        </div>
+      )}
       {warningText && (
         <div className="notice" role="status" data-testid="url-warnings">
           <span>Parts of this link could not be read: {warningText}</span>
@@ -163,12 +187,12 @@ export function WorksheetPage() {
             view: ws,
             metric: metricOf(s.metric),
             onOpen: (next: Statistic) => insertAfter(i, next),
-            onRemove: () => removeAt(i),
+            onRemove: ro ? undefined : () => removeAt(i),
           }
           return s.display === 'heatmap' ? (
             <HeatmapCard key={keys[i]} {...props} />
           ) : (
-            <TimeseriesCard key={keys[i]} {...props} group="worksheet" onChange={(next) => replaceAt(i, next)} />
+            <TimeseriesCard key={keys[i]} {...props} group="worksheet" onChange={ro ? undefined : (next) => replaceAt(i, next)} />
           )
         })}
       </div>

@@ -26,6 +26,7 @@ const sheet: WorksheetState = {
   at: 1763797185,
   id: 'ab12',
   name: 'Morning run & checks',
+  readOnly: true,
 }
 
 describe('worksheet URL', () => {

@@ -40,6 +40,8 @@ export interface WorksheetState {
   /** The saved worksheet this view came from, if any. */
   id: string | null
   name: string | null
+  /** Opened from a share link: shown without its editing controls until someone edits a copy. */
+  readOnly: boolean
 }
 
 export const EMPTY_WORKSHEET: WorksheetState = {
@@ -49,6 +51,7 @@ export const EMPTY_WORKSHEET: WorksheetState = {
   at: null,
   id: null,
   name: null,
+  readOnly: false,
 }
 
 export function rangeSeconds(range: RangeId): number {
@@ -169,6 +172,7 @@ export function encodeWorksheet(ws: WorksheetState): string {
   const params: string[] = []
   if (ws.id) params.push(`ws=${enc(ws.id)}`)
   if (ws.name) params.push(`name=${enc(ws.name)}`)
+  if (ws.readOnly) params.push('ro=1')
   if (ws.range !== DEFAULT_RANGE) params.push(`range=${ws.range}`)
   if (ws.paused) {
     params.push('paused=1')
@@ -213,6 +217,9 @@ export function decodeWorksheet(search: string): { state: WorksheetState; warnin
         break
       case 'name':
         state.name = safeDecode(raw) || null
+        break
+      case 'ro':
+        state.readOnly = raw === '1' || raw === 'true'
         break
       default:
         break // other parameters belong to someone else; keep quiet

@@ -30,7 +30,7 @@ interface Props {
   badges?: ReactNode
   actions?: ReactNode
   footer?: ReactNode
-  onRemove: () => void
+  onRemove?: () => void
   children: ReactNode
 }
 
@@ -49,9 +49,11 @@ export function CardFrame({ info, query, badges, actions, footer, onRemove, chil
         </div>
         <div className="card-actions">
           {actions}
-          <button className="icon-button" onClick={onRemove} title="Remove this chart" aria-label="Remove chart" data-testid="remove-chart">
-            ✕
-          </button>
+          {onRemove && (
+            <button className="icon-button" onClick={onRemove} title="Remove this chart" aria-label="Remove chart" data-testid="remove-chart">
+              ✕
+            </button>
+          )}
         </div>
       </header>
       {error && (

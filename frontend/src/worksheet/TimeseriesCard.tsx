@@ -22,8 +22,9 @@ export interface CardProps {
   view: Pick<WorksheetState, 'range' | 'paused' | 'at'>
   metric: MetricPublic | undefined
   onOpen: (s: Statistic) => void
-  onChange: (s: Statistic) => void
-  onRemove: () => void
+  /** Absent in a read-only (shared) view, as are the controls that need them. */
+  onChange?: (s: Statistic) => void
+  onRemove?: () => void
   /** The worksheet's charts share a crosshair (hovering one shows the time on all) unless unsynced. */
   group?: string
 }
@@ -104,19 +105,21 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
               {synced ? 'synced' : 'unsynced'}
             </button>
           )}
-          <div className="segmented small" role="group" aria-label="Graph style">
-            {(['area', 'line'] as const).map((d) => (
-              <button
-                key={d}
-                className={display === d ? 'active' : ''}
-                aria-pressed={display === d}
-                onClick={() => onChange({ ...stat, display: d })}
-                title={d === 'area' ? 'Mountain graph: stacked areas' : 'Line graph'}
-              >
-                {d === 'area' ? 'Mountain' : 'Line'}
-              </button>
-            ))}
-          </div>
+          {onChange && (
+            <div className="segmented small" role="group" aria-label="Graph style">
+              {(['area', 'line'] as const).map((d) => (
+                <button
+                  key={d}
+                  className={display === d ? 'active' : ''}
+                  aria-pressed={display === d}
+                  onClick={() => onChange({ ...stat, display: d })}
+                  title={d === 'area' ? 'Mountain graph: stacked areas' : 'Line graph'}
+                >
+                  {d === 'area' ? 'Mountain' : 'Line'}
+                </button>
+              ))}
+            </div>
+          )}
         </>
       }
       footer={
