@@ -66,6 +66,9 @@ class QueryResult(BaseModel):
     elements: int = Field(description="Distinct breakdown elements in the range")
     approximate: bool = Field(description="True when part of the breakdown is folded into '(other files)'")
     notes: list[str] = Field(default_factory=list)
+    total_min: list[float] | None = Field(None, description="With minmax on a tier coarser than seconds: the "
+                                          "lowest per-second rate of the total inside each point")
+    total_max: list[float] | None = Field(None, description="... and the highest")
 
 
 class HeatmapResult(BaseModel):

@@ -318,3 +318,29 @@ def test_reading_status_and_metrics_leaves_no_transaction_open(client):
         assert client.get(path).status_code == 200, path
         store.checkpoint()  # from another thread than the request's, as the upkeep thread does
         assert not os.path.exists(wal) or os.path.getsize(wal) < 64 * 1024, path
+
+
+def test_query_min_max_inside_coarse_points(client):
+    start = int(time.time()) - 100  # well settled: every second of the window is in the past
+    # the read ops of 10.0.0.7: 100 a second, then 300 from half-way through
+    frames = [nfs_frame(start + i, [("10.0.0.7", "read", "/export/a/f1", 100 if i < 15 else 300, 0, {})],
+                        source="mm@nas1", seq=start + i) for i in range(30)]
+    assert post(client, frames).status_code == 200
+    q = {"metric": "nfs.ops", "where": ["client=10.0.0.7", "op=read"], "start": start, "end": start + 30, "step": 10}
+    plain = client.get("/api/v1/query", params=q).json()
+    assert plain["total_min"] is None and plain["total_max"] is None
+    r = client.get("/api/v1/query", params={**q, "minmax": "true"}).json()
+
+    def rate(ts):
+        return 0.0 if not start <= ts < start + 30 else 100.0 if ts < start + 15 else 300.0
+
+    seconds = [range(a, a + r["step"]) for a in r["timestamps"]]
+    assert r["total_min"] == [min(map(rate, ts)) for ts in seconds]
+    assert r["total_max"] == [max(map(rate, ts)) for ts in seconds]
+    # each 15-second half holds a whole 10-second point: its lowest second is its rate
+    assert {100.0, 300.0} <= set(r["total_min"])
+    # per-second points need none
+    assert client.get("/api/v1/query", params={**q, "step": 1, "minmax": "true"}).json()["total_max"] is None
+    # a range the seconds tier no longer holds says so
+    old = client.get("/api/v1/query", params={"metric": "nfs.ops", "start": "-20d", "end": "-19d", "minmax": "true"}).json()
+    assert old["total_max"] is None and any("No min/max" in n for n in old["notes"])

@@ -776,3 +776,31 @@ def test_config_documents_outlive_a_restart_and_stay_apart(tmp_path):
         assert s.retention_origin() is None  # a config key is not the retention row
     finally:
         s.close()
+
+
+def test_extremes_give_each_coarse_points_lowest_and_highest_second(tmp_path):
+    s = DuckDBStore(tmp_path / "x.duckdb", clock=lambda: NOW + 180)
+    try:
+        # minute 0: every second, 1..60 reads; minute 1: 30 reads a second but second 5 silent
+        frames = [nfs_frame(NOW + i, [("c1", "read", "/a", i + 1, 0, {}), ("c2", "write", "/b", 7, 0, {})])
+                  for i in range(60)]
+        frames += [nfs_frame(NOW + 60 + i, [("c1", "read", "/a", 30, 0, {})]) for i in range(60) if i != 5]
+        s.ingest(frames, received_at=NOW + 130)
+        s.flush()
+        s.rollup(NOW + 180)
+        w = Window(NOW, NOW + 180, 60, "minute")
+        lo, hi = s.extremes(stat(OPS, None, op=("read",)), w)
+        assert (lo, hi) == ([1.0, 0.0, 0.0], [60.0, 30.0, 0.0])
+        lo, hi = s.extremes(stat(OPS), w)  # both ops: 7 more each second of minute 0
+        assert (lo[0], hi[0]) == (8.0, 67.0)
+        # the minute tier's mean sits between them
+        agg = s.aggregate(stat(OPS, None, op=("read",)), w, 1)
+        assert lo[0] < agg.total[0] < hi[0] and agg.total[0] == pytest.approx(30.5)
+        # a window older than the seconds retention has none
+        old = DuckDBStore(tmp_path / "y.duckdb", clock=lambda: NOW + 49 * 3600)
+        try:
+            assert old.extremes(stat(OPS), w) is None
+        finally:
+            old.close()
+    finally:
+        s.close()

@@ -164,6 +164,34 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.deepEqual(t.consoleErrors, [])
   })
 
+  it('shows the busiest and quietest second inside coarse points', async () => {
+    const { page, server } = t
+    const at = Math.floor(Date.now() / 1000) - 5
+    await page.goto(`${server.base}/?range=1h&paused=1&at=${at}&s=nfs.ops`)
+    const chart = page.getByTestId('timeseries-chart')
+    await chart.waitFor()
+    const toggle = page.getByTestId('minmax-toggle') // an hour in ~600 points: several seconds each
+    assert.equal(await toggle.textContent(), 'min/max')
+    await toggle.click()
+    assert.equal(await toggle.getAttribute('aria-pressed'), 'true')
+    const q = await (await authedFetch(`${server.base}/api/v1/query?metric=nfs.ops&start=${at - 3600}&end=${at}&points=600&minmax=true`)).json()
+    assert.ok(q.step > 1 && q.total_min.length === q.total.length, JSON.stringify({ step: q.step }))
+    q.total.forEach((v, i) => assert.ok(q.total_min[i] <= v + 1e-6 && v <= q.total_max[i] + 1e-6, `point ${i}: ${q.total_min[i]} ${v} ${q.total_max[i]}`))
+    assert.ok(q.total.some((v, i) => q.total_max[i] > q.total_min[i]), 'the demo load varies within a point')
+    // hovering where the demo ran: the tooltip names both lines with their values
+    const tip = chart.locator('div[style*="z-index: 9999999"]')
+    const box = await chart.boundingBox()
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.5)
+    await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.5)
+    const tipText = async () => ((await tip.count()) > 0 ? await tip.first().textContent() : '')
+    await until('the tooltip with min and max', async () => {
+      const text = await tipText()
+      return text.includes('max second') && text.includes('min second')
+    })
+    await t.shot('minmax')
+    assert.deepEqual(t.consoleErrors, [])
+  })
+
   it('crops the heat map\'s outliers: 0.1 %, 1 %, 5 %, and back', async () => {
     const { page, server } = t
     await page.goto(`${server.base}/?range=10m&paused=1&s=nfs.ops;by:latency;d:heatmap`)

@@ -105,6 +105,12 @@ class Store(abc.ABC):
     def heatmap(self, stat: Statistic, dim: str, window: Window) -> Heatmap: ...
 
     @abc.abstractmethod
+    def extremes(self, stat: Statistic, window: Window) -> tuple[list[float], list[float]] | None:
+        """Per point of a window coarser than seconds: the lowest and the highest per-second rate of the
+        statistic's total inside it, read from the seconds tier (a second without rows counts as 0);
+        None when that tier no longer holds the window's start."""
+
+    @abc.abstractmethod
     def second(self, stat: Statistic, ts: int, keys: list[str]) -> tuple[float, dict[str, float], float]:
         """One second: (total, values of `keys`, other). For live pushes."""
 

@@ -985,6 +985,27 @@ class DuckDBStore(Store):
                           f"WHERE ts >= {x} AND ts < {y}{raw_where}" for x, y in spans if x < y]
         return " UNION ALL ".join(parts) or f"SELECT 0::BIGINT AS ts, '' AS k, 0::BIGINT AS v WHERE false"
 
+    def extremes(self, stat: Statistic, window: Window) -> tuple[list[float], list[float]] | None:
+        now = int(self.clock())
+        if window.start < now - self.retain["second"]:
+            return None
+        n, scale = window.points, stat.metric.scale
+        params: list = []
+        src = self._source_sql(stat, Window(window.start, window.end, 1, "second"),
+                               f"ts, {self._value_expr(stat)} AS v", params)
+        rows = self._qcur(stat.metric.family).execute(
+            f"SELECT (ts - {window.start}) // {window.step} AS i, min(s), max(s), count(*) FROM "
+            f"(SELECT ts, sum(v)::DOUBLE AS s FROM ({src}) GROUP BY ts) GROUP BY i", params).fetchall()
+        lo, hi = [0.0] * n, [0.0] * n
+        for i, mn, mx, seconds in rows:
+            if not 0 <= i < n:
+                continue
+            a = window.start + i * window.step
+            elapsed = max(0, min(a + window.step, window.end, now) - a)
+            lo[i] = mn * scale if seconds >= elapsed else min(0.0, mn * scale)  # a quiet second was a 0
+            hi[i] = max(mx * scale, 0.0) if seconds < elapsed else mx * scale
+        return lo, hi
+
     def aggregate(self, stat: Statistic, window: Window, top: int) -> Aggregate:
         if stat.by in HISTOGRAMS:
             return self._aggregate_hist(stat, window)

@@ -82,7 +82,7 @@ export function useStatus() {
   })
 }
 
-async function getQuery(stat: Statistic, range: { start: string; end: string; points?: number; step?: number }) {
+async function getQuery(stat: Statistic, range: { start: string; end: string; points?: number; step?: number; minmax?: boolean }) {
   const query = { metric: stat.metric, by: stat.by ?? undefined, where: whereParams(stat.where), top: stat.top, ...range }
   return unwrap(await api.GET('/api/v1/query', { params: { query } }))
 }
@@ -92,10 +92,11 @@ export function fetchSeconds(stat: Statistic, from: number, to: number) {
   return getQuery({ ...stat, top: 100 }, { start: String(from), end: String(to), step: 1 })
 }
 
-export function useStatisticQuery(stat: Statistic, view: View) {
+/** `minmax`: also each point's lowest and highest second, when points are coarser than a second. */
+export function useStatisticQuery(stat: Statistic, view: View, minmax = false) {
   return useQuery({
-    queryKey: ['query', stat.metric, stat.by, stat.where, stat.top, ...viewKey(view)],
-    queryFn: () => getQuery(stat, { points: pointsFor(view), ...apiRange(view) }),
+    queryKey: ['query', stat.metric, stat.by, stat.where, stat.top, ...viewKey(view), minmax],
+    queryFn: () => getQuery(stat, { points: pointsFor(view), ...apiRange(view), ...(minmax ? { minmax } : {}) }),
     refetchInterval: refreshMs(view),
     placeholderData: keepPreviousData,
     retry: 1,

@@ -1602,6 +1602,16 @@ export interface components {
              * @description Rate of the whole statistic at each point
              */
             total: number[];
+            /**
+             * Total Max
+             * @description ... and the highest
+             */
+            total_max?: number[] | null;
+            /**
+             * Total Min
+             * @description With minmax on a tier coarser than seconds: the lowest per-second rate of the total inside each point
+             */
+            total_min?: number[] | null;
         };
         /** RebuiltPeriod */
         RebuiltPeriod: {
@@ -4116,6 +4126,8 @@ export interface operations {
             query: {
                 /** @description Elements returned; the rest sum into other */
                 top?: number;
+                /** @description On a tier coarser than seconds, also the lowest and highest per-second rate of the total inside each point (read from the seconds tier) */
+                minmax?: boolean;
                 /** @description Metric name, e.g. nfs.ops */
                 metric: string;
                 /** @description Dimension to break down by */

@@ -5,7 +5,7 @@ import { fetchSeconds, useAnnotations, useStatisticQuery } from '../api/hooks'
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
 import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
-import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, missingSpan, toCsv } from '../charts/timeseries/transform'
+import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, minMaxOf, missingSpan, toCsv } from '../charts/timeseries/transform'
 import { TimeseriesView } from '../charts/timeseries/View'
 import { EmptyState } from '../components/EmptyState'
 import { can } from '../auth/roles'
@@ -33,7 +33,11 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
   const [synced, setSynced] = useState(true)
   const me = useMe()
   const png = useRef<(() => string) | null>(null)
-  const q = useStatisticQuery(stat, view)
+  const [minmax, setMinmax] = useState(false)
+  const q = useStatisticQuery(stat, view, minmax)
+  const extremes = useMemo(() => (minmax && q.data ? minMaxOf(q.data) : null), [minmax, q.data])
+  // min/max is offered once points are coarser than a second (a minute's mean hides its bursts)
+  const coarse = (q.data?.step ?? 1) > 1
   const annotations = useAnnotations(view)
   const [live, setLive] = useState<LiveMessage[]>([])
   const [liveError, setLiveError] = useState<string | null>(null)
@@ -94,6 +98,17 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
               </svg>
             </button>
           )}
+          {coarse && (
+            <button
+              className="button small"
+              aria-pressed={minmax}
+              data-testid="minmax-toggle"
+              title="Show the busiest and the quietest second inside each point, as dashed lines"
+              onClick={() => setMinmax(!minmax)}
+            >
+              {minmax ? 'hide min/max' : 'min/max'}
+            </button>
+          )}
           {group && (
             <button
               className={`button small ${synced ? '' : 'button-warn'}`}
@@ -133,6 +148,12 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
             </span>
             <span className="sep">·</span>
             <span data-testid="last-ts">{newest !== undefined ? `last point ${formatClock(newest)}` : ''}</span>
+            {minmax && !extremes && q.data && coarse && (
+              <>
+                <span className="sep">·</span>
+                <span data-testid="minmax-note">{q.data.notes?.find((n) => n.startsWith('No min/max')) ?? 'min/max loading…'}</span>
+              </>
+            )}
           </>
         )
       }
@@ -144,6 +165,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
           display={display}
           unit={unit}
           annotations={annotations}
+          minmax={extremes}
           group={group && synced ? group : null}
           exporter={png}
           by={stat.by ?? null}

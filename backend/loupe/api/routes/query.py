@@ -13,8 +13,20 @@ MAX_CELLS = 20_000
 
 
 @router.get("/query", response_model=QueryResult, summary="Time series of a statistic, top N plus other")
-def query(stat: StatisticDep, window: WindowDep, store: StoreDep, top: TopDep = 10) -> QueryResult:
-    return to_query_result(stat, store.aggregate(stat, window, top))
+def query(
+    stat: StatisticDep, window: WindowDep, store: StoreDep, top: TopDep = 10,
+    minmax: Annotated[bool, Query(description="On a tier coarser than seconds, also the lowest and highest "
+                                  "per-second rate of the total inside each point (read from the seconds tier)")] = False,
+) -> QueryResult:
+    res = to_query_result(stat, store.aggregate(stat, window, top))
+    if minmax and window.step > 1:
+        ext = store.extremes(stat, window)
+        if ext is None:
+            res.notes.append(f"No min/max: the seconds tier, kept {store.retain['second'] // 3600} h, no longer "
+                             "holds the start of this range.")
+        else:
+            res.total_min, res.total_max = ext
+    return res
 
 
 @router.get("/breakdown", response_model=BreakdownResult, summary="Breakdown table over a range")

@@ -28,13 +28,13 @@ const COLUMNS: Array<{ sort: LegendSort; label: string; className?: string }> = 
   { sort: 'mean', label: 'mean', className: 'num' },
 ]
 
-export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations, group, exporter }: Props) {
+export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations, group, exporter, minmax }: Props) {
   const [sort, setSort] = useState<{ by: LegendSort; desc: boolean }>({ by: 'mean', desc: true })
   const [search, setSearch] = useState('')
   const [highlight, setHighlight] = useState<string | null>(null)
   const rows = useMemo(() => legendRows(data), [data])
   const lit = highlight !== null && rows.some((r) => r.key === highlight) ? highlight : null
-  const option = useMemo(() => toOption(data, { display, unit, annotations, highlight: lit }), [data, display, unit, annotations, lit])
+  const option = useMemo(() => toOption(data, { display, unit, annotations, highlight: lit, minmax }), [data, display, unit, annotations, lit, minmax])
   const first = data.timestamps[0] ?? 0
   const marked = clipAnnotations(annotations ?? [], first, (data.timestamps[data.timestamps.length - 1] ?? first) + data.step)
   const shown = useMemo(() => arrangeLegend(rows, sort.by, sort.desc, search), [rows, sort, search])

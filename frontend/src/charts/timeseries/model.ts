@@ -49,6 +49,14 @@ export interface TimeseriesOptions {
   annotations?: Annotation[]
   /** One element drawn bright and the rest faded (Fishworks' highlight), or none. */
   highlight?: string | null
+  /** The lowest and highest second inside each coarse point (of the query's timestamps). */
+  minmax?: MinMax | null
+}
+
+export interface MinMax {
+  timestamps: number[]
+  min: number[]
+  max: number[]
 }
 
 export type LegendSort = 'mean' | 'last' | 'name'

@@ -11,7 +11,11 @@ import {
   legendRows,
   liveFromQuery,
   liveKeepFrom,
+  MAX_KEY,
   mergeLive,
+  MIN_KEY,
+  minMaxOf,
+  minMaxSeries,
   missingSpan,
   stackedSeries,
   toCsv,
@@ -264,5 +268,23 @@ describe('toCsv', () => {
   })
   it('has just the total without a breakdown', () => {
     expect(toCsv(fromQuery(query({ series: [], other: null }))).split('\r\n')[0]).toBe('time,unix,total')
+  })
+})
+
+describe('min/max of coarse points', () => {
+  it('draws the busiest and quietest seconds as two dashed lines outside the stack', () => {
+    const mm = minMaxOf({ timestamps: [60, 120], total_min: [1, 2], total_max: [9, 8] })!
+    expect(mm).toEqual({ timestamps: [60, 120], min: [1, 2], max: [9, 8] })
+    const [max, min] = minMaxSeries(mm)
+    expect(max!.data).toEqual([[60_000, 9], [120_000, 8]])
+    expect(min!.data).toEqual([[60_000, 1], [120_000, 2]])
+    expect([max!.name, min!.name]).toEqual(['max second', 'min second'])
+    expect(max!.stack).toBeUndefined()
+    const opt = toOption(fromQuery(query()), { display: 'area', unit: 'ops/s', minmax: mm })
+    expect((opt.series as { id?: string }[]).map((s) => s.id).slice(-2)).toEqual([MAX_KEY, MIN_KEY])
+  })
+  it('has none without the query asking', () => {
+    expect(minMaxOf({ timestamps: [60], total_min: null, total_max: null })).toBeNull()
+    expect(minMaxOf({ timestamps: [60] })).toBeNull()
   })
 })

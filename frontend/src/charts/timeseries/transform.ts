@@ -5,7 +5,7 @@ import { annotationSeries, clipAnnotations } from '../annotations/transform'
 import { csvLines } from '../../lib/csv'
 import { formatAxis, formatRate, formatTick } from '../../lib/format'
 import { colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
-import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LegendSort, type LiveMessage, type TimeseriesData, type TimeseriesOptions } from './model'
+import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LegendSort, type LiveMessage, type MinMax, type TimeseriesData, type TimeseriesOptions } from './model'
 
 export function fromQuery(q: QueryResult): TimeseriesData {
   return {
@@ -200,6 +200,33 @@ function emphasis(key: string, area: boolean, highlight: string | null | undefin
   return key === highlight ? { area: 0.95, line: 1, width: 2.4 } : { area: 0.12, line: 0.25, width: area ? 0.8 : 1.2 }
 }
 
+export const MIN_KEY = '\u0000min'
+export const MAX_KEY = '\u0000max'
+
+/** The busiest and the quietest second inside each point, as two dashed lines outside any stack
+ * (a coarse point's mean hides a burst; these show it). */
+export function minMaxSeries(mm: MinMax): LineSeries[] {
+  return ([
+    [MAX_KEY, 'max second', mm.max],
+    [MIN_KEY, 'min second', mm.min],
+  ] as const).map(([id, name, values]) => ({
+    type: 'line',
+    id,
+    name,
+    data: values.map((v, t) => [mm.timestamps[t]! * 1000, v]),
+    color: '#3b4350',
+    lineStyle: { width: 1.3, type: 'dashed' },
+    showSymbol: false,
+    symbol: 'none',
+    z: 3,
+  }))
+}
+
+/** The query's min/max as the chart draws it, or null when it has none. */
+export function minMaxOf(q: { timestamps: number[]; total_min?: number[] | null; total_max?: number[] | null }): MinMax | null {
+  return q.total_min && q.total_max ? { timestamps: q.timestamps, min: q.total_min, max: q.total_max } : null
+}
+
 export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOption {
   const area = opts.display === 'area'
   const look = (key: string) => emphasis(key, area, opts.highlight)
@@ -218,6 +245,7 @@ export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOptio
     triggerLineEvent: true,
     emphasis: { focus: 'series' },
   }))
+  if (opts.minmax) series.push(...minMaxSeries(opts.minmax))
   const first = d.timestamps[0]
   const last = d.timestamps[d.timestamps.length - 1]
   const span = first !== undefined && last !== undefined ? last - first : 0
