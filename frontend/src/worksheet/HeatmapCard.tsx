@@ -8,7 +8,8 @@ import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
 import { memberDims } from '../lib/drill'
 import { formatAmount, formatRate, formatShare } from '../lib/format'
-import { elementLabel, middleEllipsis } from '../charts/palette'
+import { elementLabel, HEAT_HINT, middleEllipsis } from '../charts/palette'
+import { useTheme } from '../lib/theme'
 import { CardFrame, useCardInfo } from './CardFrame'
 import type { CardProps } from './TimeseriesCard'
 import { ExportButtons } from './ExportButtons'
@@ -21,6 +22,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
   const [band, setBand] = useState<Band | null>(null)
   const [by, setBy] = useState<string | null>(null)
+  const theme = useTheme()
   const [crop, setCrop] = useState<Crop>(0)
   const png = useRef<(() => string) | null>(null)
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
@@ -97,7 +99,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
             <span>{view.paused ? 'paused' : 'refreshing'}</span>
             <span className="sep">·</span>
             <span>
-              {q.data.tier} tier, {q.data.step}s per column, colour on a log scale (darker is more)
+              {q.data.tier} tier, {q.data.step}s per column, colour on a log scale ({HEAT_HINT[theme]})
             </span>
             {cropped?.above && (
               <>

@@ -1,5 +1,6 @@
 // Benchmark runs drawn on charts: spans of time, clipped to what a chart shows. Pure; tested beside.
 import type { RunPublic } from '../../api/client'
+import { CHART } from '../palette'
 
 export interface Annotation {
   label: string
@@ -19,8 +20,8 @@ export function annotationSeries(spans: [string, number, number][]) {
     silent: true,
     markArea: {
       silent: true,
-      itemStyle: { color: 'rgba(183,121,31,0.10)', borderColor: 'rgba(183,121,31,0.55)', borderWidth: 1 },
-      label: { show: true, position: 'insideTopLeft' as const, color: '#7a5200', fontSize: 11 },
+      itemStyle: { color: CHART.markFill, borderColor: CHART.markLine, borderWidth: 1 },
+      label: { show: true, position: 'insideTopLeft' as const, color: CHART.markText, fontSize: 11 },
       data: spans.map(([name, from, to]) => [{ name, xAxis: from }, { xAxis: to }] as [{ name: string; xAxis: number }, { xAxis: number }]),
     },
   }
