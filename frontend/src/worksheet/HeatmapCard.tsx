@@ -2,7 +2,7 @@
 import { useMemo, useRef, useState } from 'react'
 import { useHeatmap, useMembers, useRunAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
-import { bandLabel, cropOutliers, heatmapCsv, nextCrop, type Crop } from '../charts/heatmap/transform'
+import { bandLabel, cropOutliers, heatmapCsv, nextCrop } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
@@ -15,7 +15,7 @@ import type { CardProps } from './TimeseriesCard'
 import { ExportButtons } from './ExportButtons'
 import { useDrill } from './useDrill'
 
-export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardProps, 'onChange'>) {
+export function HeatmapCard({ stat, view, metric, onOpen, onChange, onRemove }: Omit<CardProps, 'group'>) {
   const q = useHeatmap(stat, view)
   const annotations = useRunAnnotations()
   const dim = stat.by ?? 'latency'
@@ -23,7 +23,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
   const [band, setBand] = useState<Band | null>(null)
   const [by, setBy] = useState<string | null>(null)
   const theme = useTheme()
-  const [crop, setCrop] = useState<Crop>(0)
+  const crop = stat.crop ?? 0 // in the URL, so that a link shows the same crop
   const png = useRef<(() => string) | null>(null)
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
@@ -86,7 +86,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
             data-testid="crop-outliers"
             data-crop={crop}
             title="Crop outliers: hide the top 0.1 %, 1 % or 5 % of events so the bulk gets the height (click to cycle)"
-            onClick={() => setCrop(nextCrop(crop))}
+            onClick={() => onChange({ ...stat, crop: nextCrop(crop) })}
           >
             {crop ? `cropped ${crop} %` : 'crop outliers'}
           </button>

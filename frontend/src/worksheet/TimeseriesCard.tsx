@@ -4,7 +4,7 @@ import type { MetricPublic } from '../api/client'
 import { fetchSeconds, useRunAnnotations, useStatisticQuery } from '../api/hooks'
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
-import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
+import { DEFAULT_LEGEND, OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
 import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, missingSpan, toCsv } from '../charts/timeseries/transform'
 import { TimeseriesView } from '../charts/timeseries/View'
 import { EmptyState } from '../components/EmptyState'
@@ -133,6 +133,8 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
           group={group && synced ? group : null}
           exporter={png}
           by={stat.by ?? null}
+          legend={stat.legend ?? DEFAULT_LEGEND}
+          onLegend={(legend) => onChange({ ...stat, legend })}
           elements={q.data?.elements ?? 0}
           onPick={(row, at) => {
             if (row.key === OTHER_KEY) return
