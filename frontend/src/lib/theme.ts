@@ -30,8 +30,12 @@ function storedChoice(): ThemeChoice {
   }
 }
 
+// The choice in effect: as stored, or as made on this page when storage is disabled.
+let choice: ThemeChoice | null = null
+const currentChoice = () => (choice ??= storedChoice())
+
 function apply() {
-  const theme = resolveTheme(storedChoice(), matchMedia(DARK_QUERY).matches)
+  const theme = resolveTheme(currentChoice(), matchMedia(DARK_QUERY).matches)
   if (document.documentElement.dataset.theme !== theme) document.documentElement.dataset.theme = theme
   for (const fn of listeners) fn()
 }
@@ -42,29 +46,31 @@ function subscribe(fn: () => void): () => void {
     watching = true
     // The system's preference changing, or the choice made in another tab.
     matchMedia(DARK_QUERY).addEventListener('change', apply)
-    window.addEventListener('storage', (e) => e.key === THEME_KEY && apply())
+    window.addEventListener('storage', (e) => {
+      if (e.key !== THEME_KEY && e.key !== null) return
+      choice = storedChoice()
+      apply()
+    })
     apply()
   }
   listeners.add(fn)
   return () => listeners.delete(fn)
 }
 
-export function setThemeChoice(choice: ThemeChoice) {
+export function setThemeChoice(next: ThemeChoice) {
+  choice = next
   try {
-    if (choice === 'system') localStorage.removeItem(THEME_KEY)
-    else localStorage.setItem(THEME_KEY, choice)
+    if (next === 'system') localStorage.removeItem(THEME_KEY)
+    else localStorage.setItem(THEME_KEY, next)
   } catch {
     // storage disabled: the choice holds for this page only
-    document.documentElement.dataset.theme = resolveTheme(choice, matchMedia(DARK_QUERY).matches)
-    for (const fn of listeners) fn()
-    return
   }
   apply()
 }
 
-/** The choice as stored (what the control shows). */
+/** The choice in effect (what the control shows). */
 export function useThemeChoice(): ThemeChoice {
-  return useSyncExternalStore(subscribe, storedChoice)
+  return useSyncExternalStore(subscribe, currentChoice)
 }
 
 /** The theme in use (what charts draw with). */
