@@ -23,5 +23,6 @@ export default defineConfig({
   test: {
     environment: 'node',
     include: ['src/**/*.test.ts'],
+    css: { include: [/styles\.css/] }, // palette.test.ts reads the theme colours from it
   },
 })

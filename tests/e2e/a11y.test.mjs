@@ -1,5 +1,7 @@
 // Accessibility: axe-core (the engine behind most a11y checkers) on each page of the UI with
-// real content from the demo NAS. No serious or critical violation may remain.
+// real content from the demo NAS, in the light and the dark theme (chosen as the system's, as a
+// browser without a stored choice does). No serious or critical violation may remain: colour
+// contrast included.
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -32,23 +34,28 @@ describe('Loupe accessibility in Chromium', { skip: skip ?? false }, () => {
     ['alerts with the new-alert form open', '/alerts?new=nfs.ops', ['alert-form', 'event-log']],
     ['a client\'s diagnosis', '/clients?client=10.0.0.7', ['client-verdict']],
   ]
-  for (const [what, path, ready] of pages) {
-    it(`has no serious or critical violation: ${what}`, async () => {
-      await t.page.goto(t.server.base + path)
-      for (const id of ready) await t.page.getByTestId(id).first().waitFor()
-      assert.deepEqual(await violations(t.page), [])
+  for (const theme of ['light', 'dark']) {
+    for (const [what, path, ready] of pages) {
+      it(`has no serious or critical violation: ${what}, ${theme}`, async () => {
+        await t.page.emulateMedia({ colorScheme: theme })
+        await t.page.goto(t.server.base + path)
+        for (const id of ready) await t.page.getByTestId(id).first().waitFor()
+        assert.equal(await t.page.evaluate(() => document.documentElement.dataset.theme), theme)
+        assert.deepEqual(await violations(t.page), [])
+      })
+    }
+    it(`has no serious or critical violation: sign-in, ${theme}`, async () => {
+      const context = await t.browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: theme }) // signed out
+      try {
+        const page = await context.newPage()
+        await page.goto(t.server.base + '/')
+        await page.getByTestId('login-form').waitFor()
+        assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), theme)
+        assert.deepEqual(await violations(page), [])
+      } finally {
+        await context.close()
+      }
     })
   }
-  it('has no serious or critical violation: sign-in', async () => {
-    const context = await t.browser.newContext({ viewport: { width: 1280, height: 800 } }) // signed out
-    try {
-      const page = await context.newPage()
-      await page.goto(t.server.base + '/')
-      await page.getByTestId('login-form').waitFor()
-      assert.deepEqual(await violations(page), [])
-    } finally {
-      await context.close()
-    }
-  })
   it('logged no errors in the page', () => assert.deepEqual(t.consoleErrors, []))
 })

@@ -3,7 +3,7 @@
 // keyboard, an absolute range), the legend sorted, searched and an element highlighted, the
 // shared crosshair, a heat map's outliers cropped, and exports (CSV, PNG, the worksheet as JSON
 // and back). Each is checked against the URL and
-// what the page shows.
+// what the page shows; the legend's order, search and highlight and the crop outlive a reload.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { readFileSync } from 'node:fs'
@@ -114,11 +114,19 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.ok(desc(await values('last')), 'by the newest value, largest first')
     assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'now ▾')
 
-    await page.getByTestId('legend-search').fill('10.0.0.1')
+    const search = page.getByTestId('legend-search')
+    await search.pressSequentially('10.0.0.1') // typed key by key: each goes to the URL
+    assert.equal(await search.inputValue(), '10.0.0.1')
     const found = await keys()
     assert.ok(found.length >= 1 && found.length < 20 && found.every((k) => k.includes('10.0.0.1')), found.join())
-    await page.getByTestId('legend-search').fill('')
+    assert.equal(params().get('s'), 'nfs.ops;by:client;top:20;sort:-last;q:10.0.0.1')
+    await page.reload() // a shared link shows the same legend
+    await until('the search kept', async () => (await page.getByTestId('legend-search').inputValue()) === '10.0.0.1')
+    assert.deepEqual(await keys(), found)
+    assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'now ▾')
+    await search.fill('')
     await until('all 20 back', async () => (await rows.count()) === 20)
+    assert.equal(params().get('s'), 'nfs.ops;by:client;top:20;sort:-last')
 
     const first = rows.first()
     const key = await first.getAttribute('data-key')
@@ -128,9 +136,16 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.equal(await page.getByTestId('drill-menu').count(), 0) // a shift-click highlights, it does not drill
     const chart = page.getByTestId('timeseries-chart')
     assert.ok((await chart.getAttribute('aria-label')).endsWith(`, ${key} highlighted`))
+    assert.equal(params().get('s'), `nfs.ops;by:client;top:20;sort:-last;hl:${key}`)
     await t.shot('legend-highlight')
-    await first.click({ modifiers: ['Shift'] })
+    const order = await keys()
+    await page.reload()
+    await until('the legend as it was', async () => JSON.stringify(await keys()) === JSON.stringify(order))
+    assert.match(await rows.first().getAttribute('class'), /legend-lit/)
+    assert.ok((await chart.getAttribute('aria-label')).endsWith(`, ${key} highlighted`))
+    await rows.first().click({ modifiers: ['Shift'] })
     assert.doesNotMatch(await chart.getAttribute('aria-label'), /highlighted/)
+    assert.equal(params().get('s'), 'nfs.ops;by:client;top:20;sort:-last')
     assert.deepEqual(t.consoleErrors, [])
   })
 
@@ -219,11 +234,19 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
       }
     }
     assert.ok(croppedAny, 'the demo\'s latency tail is cropped at 5 % at the latest')
+    assert.equal(params().get('s'), 'nfs.ops;by:latency;d:heatmap;crop:5')
     await t.shot('heatmap-cropped')
+    // a shared link shows the same crop
+    const note = await page.getByTestId('crop-note').textContent()
+    await page.reload()
+    await until('the crop kept', async () => JSON.stringify((await bands()).map(([i]) => i)) === JSON.stringify(expectKept(5).kept))
+    assert.equal(await button.getAttribute('data-crop'), '5')
+    assert.equal(await page.getByTestId('crop-note').textContent(), note)
     await button.click()
     assert.equal(await button.textContent(), 'crop outliers')
     await until('every band back', async () => (await bands()).length === all.length)
     assert.equal(await page.getByTestId('crop-note').count(), 0)
+    assert.equal(params().get('s'), 'nfs.ops;by:latency;d:heatmap')
     assert.deepEqual(t.consoleErrors, [])
   })
 

@@ -1,5 +1,7 @@
-// The only module that touches ECharts: init, dispose, resize, setOption and events.
-// Charts describe what to draw with a ChartOption built by a pure transform.
+// The only module that touches ECharts: init, dispose, resize, setOption, theme and events.
+// Charts describe what to draw with a ChartOption built by a pure transform. Its colours may be
+// CSS custom properties, var(--name) (charts/palette.ts): they are resolved here for the theme in
+// use, and a theme change redraws every chart with the same option (its state is the caller's).
 import { useEffect, useRef, type CSSProperties, type MutableRefObject } from 'react'
 import * as echarts from 'echarts/core'
 import { HeatmapChart, LineChart, type HeatmapSeriesOption, type LineSeriesOption } from 'echarts/charts'
@@ -15,6 +17,7 @@ import {
   type VisualMapComponentOption,
 } from 'echarts/components'
 import { CanvasRenderer } from 'echarts/renderers'
+import { cssVar, resolveVars, useTheme, type Theme } from '../lib/theme'
 
 echarts.use([LineChart, HeatmapChart, GridComponent, TooltipComponent, VisualMapComponent, MarkAreaComponent, MarkLineComponent, CanvasRenderer])
 
@@ -53,6 +56,41 @@ interface Props {
 
 const connected = new Set<string>()
 
+// Resolved custom properties of the theme they were read in (reading computed style is not free
+// and a chart redraws every second).
+let resolved: { theme: Theme | null; values: Map<string, string> } = { theme: null, values: new Map() }
+
+function themeColor(theme: Theme, name: string): string {
+  if (resolved.theme !== theme) resolved = { theme, values: new Map() }
+  let v = resolved.values.get(name)
+  if (v === undefined) {
+    v = cssVar(name)
+    if (v) resolved.values.set(name, v) // empty: the stylesheet is not there yet (development)
+  }
+  return v
+}
+
+/** ECharts' defaults for what a chart's option leaves unstyled: text, axes, tooltip, colour key. */
+function chartTheme(theme: Theme) {
+  const c = (name: string) => themeColor(theme, name)
+  const axis = {
+    axisLine: { lineStyle: { color: c('--chart-axis') } },
+    axisTick: { lineStyle: { color: c('--chart-axis') } },
+    axisLabel: { color: c('--chart-text') },
+    splitLine: { lineStyle: { color: [c('--chart-split')] } },
+  }
+  return {
+    backgroundColor: 'transparent',
+    textStyle: { color: c('--chart-text') },
+    categoryAxis: axis,
+    valueAxis: axis,
+    timeAxis: axis,
+    logAxis: axis,
+    tooltip: { backgroundColor: c('--panel'), borderColor: c('--line'), textStyle: { color: c('--ink') } },
+    visualMap: { textStyle: { color: c('--chart-text') } },
+  }
+}
+
 interface RawParams {
   seriesId?: string
   seriesName?: string
@@ -84,18 +122,20 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
   const shown = useRef<ChartOption | null>(null)
   const handlers = useRef(onEvents)
   handlers.current = onEvents
+  const theme = useTheme()
+  const drawnTheme = useRef(theme)
 
   useEffect(() => {
     const div = el.current
     if (!div) return
-    const c = echarts.init(div, undefined, { renderer: 'canvas' })
+    const c = echarts.init(div, chartTheme(drawnTheme.current), { renderer: 'canvas' })
     chart.current = c
     for (const name of EVENT_NAMES) {
       c.on(name, (p) => handlers.current?.[name]?.(toChartEvent(p as RawParams)))
     }
     const ro = new ResizeObserver(() => c.resize())
     ro.observe(div)
-    if (exporter) exporter.current = () => c.getDataURL({ type: 'png', pixelRatio: 2, backgroundColor: '#ffffff' })
+    if (exporter) exporter.current = () => c.getDataURL({ type: 'png', pixelRatio: 2, backgroundColor: cssVar('--panel') })
     return () => {
       if (exporter) exporter.current = null
       ro.disconnect()
@@ -107,11 +147,17 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
 
   useEffect(() => {
     const c = chart.current
-    if (!c || shown.current === option) return
+    if (!c) return
+    if (drawnTheme.current !== theme) {
+      c.setTheme(chartTheme(theme))
+      drawnTheme.current = theme
+      shown.current = null // the option's own colours are the old theme's
+    }
+    if (shown.current === option) return
     // Synchronous: with lazyUpdate a mouse move between setOption and the render hits a series without data.
-    c.setOption(option, { notMerge: true })
+    c.setOption(resolveVars(option, (name) => themeColor(theme, name)), { notMerge: true })
     shown.current = option
-  }, [option])
+  }, [option, theme])
 
   useEffect(() => {
     const c = chart.current
@@ -123,5 +169,5 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
     }
   }, [group])
 
-  return <div ref={el} className={className} style={style} data-testid={testId} role="img" aria-label={ariaLabel} data-group={group ?? ''} />
+  return <div ref={el} className={className} style={style} data-testid={testId} role="img" aria-label={ariaLabel} data-group={group ?? ''} data-chart-theme={theme} />
 }

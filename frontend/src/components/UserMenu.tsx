@@ -1,7 +1,8 @@
-// The header's account corner: who is signed in, with which role, and Sign out.
+// The header's account corner: the colour theme, who is signed in, with which role, and Sign out.
 import { useQueryClient } from '@tanstack/react-query'
 import { api } from '../api/client'
 import { switchSession, type Me } from '../auth/session'
+import { ThemeControl } from './ThemeControl'
 
 export function UserMenu({ me }: { me: Me }) {
   const qc = useQueryClient()
@@ -11,6 +12,7 @@ export function UserMenu({ me }: { me: Me }) {
   }
   return (
     <span className="user-menu" data-testid="user-menu">
+      <ThemeControl />
       <span className="user-name" title={`signed in as ${me.user} (${me.role})`} data-testid="user-name">
         {me.user}
       </span>

@@ -187,12 +187,13 @@ export function WorksheetPage() {
             view: ws,
             metric: metricOf(s.metric),
             onOpen: (next: Statistic) => insertAfter(i, next),
+            onChange: (next: Statistic) => replaceAt(i, next),
             onRemove: ro ? undefined : () => removeAt(i),
           }
           return s.display === 'heatmap' ? (
             <HeatmapCard key={keys[i]} {...props} />
           ) : (
-            <TimeseriesCard key={keys[i]} {...props} group="worksheet" onChange={ro ? undefined : (next) => replaceAt(i, next)} />
+            <TimeseriesCard key={keys[i]} {...props} group="worksheet" />
           )
         })}
       </div>

@@ -94,6 +94,42 @@ describe('worksheet URL', () => {
     expect(decodeWorksheet('?at=1763797185').state.at).toBeNull()
   })
 
+  it('keeps how each chart is shown: the legend order, search and highlight, and the crop', () => {
+    const legend = { sort: 'name' as const, desc: false, search: '10.0.0;x', highlight: '10.0.0.7' }
+    const shown = { ...makeStatistic('nfs.ops', 'client'), legend }
+    const cropped = { ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 1 as const }
+    const other = { ...makeStatistic('nfs.ops', 'file'), legend: { ...legend, sort: 'last' as const, desc: true, search: '', highlight: '\u0000other' } }
+    expect(encodeStatistic(shown)).toBe('nfs.ops;by:client;sort:name;q:10.0.0%3Bx;hl:10.0.0.7')
+    expect(encodeStatistic(cropped)).toBe('nfs.ops;by:latency;d:heatmap;crop:1')
+    expect(encodeStatistic(other)).toBe('nfs.ops;by:file;sort:-last;hl:%00other')
+    const ws = { ...sheet, statistics: [shown, cropped, other] }
+    const { state, warnings } = decodeWorksheet(encodeWorksheet(ws))
+    expect(warnings).toEqual([])
+    expect(state).toEqual(ws)
+    // the defaults are not written, and read back as no view at all
+    const plain = { ...makeStatistic('nfs.ops', 'client'), legend: { sort: 'mean' as const, desc: true, search: '', highlight: null }, crop: 0 as const }
+    expect(encodeStatistic(plain)).toBe('nfs.ops;by:client')
+    // the chart stays the same chart (same key) whatever its view
+    expect(statisticKeys([shown, cropped])).toEqual(['nfs.ops;by:client', 'nfs.ops;by:latency;d:heatmap'])
+  })
+
+  it('reads links made before the legend and crop were kept, and says what it cannot read', () => {
+    const old = decodeWorksheet('?range=1h&s=nfs.ops;by:client;top:20&s=nfs.ops;by:latency;d:heatmap;w:client=10.0.0.7')
+    expect(old.warnings).toEqual([])
+    expect(old.state.statistics).toEqual([
+      makeStatistic('nfs.ops', 'client', {}, 'area', 20),
+      makeStatistic('nfs.ops', 'latency', { client: ['10.0.0.7'] }, 'heatmap'),
+    ])
+    expect(old.state.statistics.map((s) => [s.legend, s.crop])).toEqual([[undefined, undefined], [undefined, undefined]])
+    const bad = decodeStatistic('nfs.ops;by:client;sort:size;q:%E0%A4%A;crop:2;hl:10.0.0.7')
+    expect(bad.stat).toEqual({ ...makeStatistic('nfs.ops', 'client'), legend: { sort: 'mean', desc: true, search: '', highlight: '10.0.0.7' } })
+    expect(bad.warnings).toEqual([
+      'legend order "size" of nfs.ops is not one of mean, last, name (with "-" for descending); using -mean',
+      'legend search "%E0%A4%A" of nfs.ops cannot be read; it was left out',
+      'crop "2" of nfs.ops is not one of 0.1, 1, 5 (%); not cropping',
+    ])
+  })
+
   it('decodes an empty query to the empty worksheet', () => {
     expect(decodeWorksheet('')).toEqual({ state: EMPTY_WORKSHEET, warnings: [] })
     expect(encodeWorksheet(EMPTY_WORKSHEET)).toBe('')

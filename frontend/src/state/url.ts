@@ -3,14 +3,20 @@
 //   ?range=10m&paused=1&at=1763797185&ws=3f2a&name=Morning
 //    &s=nfs.ops;by:client;top:10
 //    &s=nfs.ops;by:file;w:client=10.0.0.7
-//    &s=nfs.ops;by:latency;d:heatmap;w:client=10.0.0.7;w:op=read,write
+//    &s=nfs.ops;by:latency;d:heatmap;w:client=10.0.0.7;w:op=read,write;crop:1
+//    &s=nfs.ops;by:client;sort:name;q:10.0.0;hl:10.0.0.7
 //
 // One `s` per statistic: the metric, then `;`-separated fields `by:`, `top:`,
-// `d:` (display) and `w:dim=v1,v2` (filters). Every name and value is
-// percent-encoded on its own, so file names with `;`, `,` or `=` survive.
+// `d:` (display) and `w:dim=v1,v2` (filters); then how its chart is shown:
+// the legend's `sort:` (mean, last or name; a leading "-" for largest or Z
+// first), `q:` (its search) and `hl:` (the highlighted element), and a heat
+// map's `crop:` (0.1, 1 or 5 %). Every name and value is percent-encoded on
+// its own, so file names with `;`, `,` or `=` survive.
 // Decoding never throws: what cannot be read falls back to a default and is
 // reported in `warnings`.
 import type { WorksheetStatistic } from '../api/client'
+import { CROPS, type Crop } from '../charts/heatmap/transform'
+import { DEFAULT_LEGEND, LEGEND_SORTS, type LegendSort, type LegendView } from '../charts/timeseries/model'
 import { parseSpan } from './time'
 
 export const RANGES = [
@@ -29,7 +35,11 @@ export const DEFAULT_RANGE: RangeId = '10m'
 export const DEFAULT_TOP = 10
 export const MAX_STATISTICS = 50
 
-export type Statistic = WorksheetStatistic & { display: Display }
+/**
+ * A statistic and how its chart shows it. The legend and the crop are kept in the link (so that
+ * it shows what its sender saw) but not in a saved worksheet; absent means the default.
+ */
+export type Statistic = WorksheetStatistic & { display: Display; legend?: LegendView; crop?: Crop }
 
 export interface WorksheetState {
   statistics: Statistic[]
@@ -115,7 +125,8 @@ export function makeStatistic(
   return { metric, by, where, display, top }
 }
 
-export function encodeStatistic(s: Statistic): string {
+/** The fields that say what is charted (and so which chart it is). */
+function queryFields(s: Statistic): string[] {
   const parts = [enc(s.metric)]
   if (s.by) parts.push(`by:${enc(s.by)}`)
   if (s.top !== DEFAULT_TOP) parts.push(`top:${s.top}`)
@@ -123,7 +134,22 @@ export function encodeStatistic(s: Statistic): string {
   for (const [dim, values] of Object.entries(s.where ?? {})) {
     parts.push(`w:${enc(dim)}=${values.map(enc).join(',')}`)
   }
-  return parts.join(';')
+  return parts
+}
+
+/** The fields that say how its chart shows it, each left out when it is the default. */
+function viewFields(s: Statistic): string[] {
+  const parts: string[] = []
+  const l = s.legend
+  if (l && (l.sort !== DEFAULT_LEGEND.sort || l.desc !== DEFAULT_LEGEND.desc)) parts.push(`sort:${l.desc ? '-' : ''}${l.sort}`)
+  if (l?.search) parts.push(`q:${enc(l.search)}`)
+  if (l?.highlight != null) parts.push(`hl:${enc(l.highlight)}`)
+  if (s.crop) parts.push(`crop:${s.crop}`)
+  return parts
+}
+
+export function encodeStatistic(s: Statistic): string {
+  return [...queryFields(s), ...viewFields(s)].join(';')
 }
 
 export function decodeStatistic(text: string): { stat: Statistic | null; warnings: string[] } {
@@ -133,6 +159,7 @@ export function decodeStatistic(text: string): { stat: Statistic | null; warning
   if (!metric) return { stat: null, warnings: [`statistic "${text}" has no metric; it was left out`] }
   const stat = makeStatistic(metric)
   const where: Record<string, string[]> = {}
+  const legend: LegendView = { ...DEFAULT_LEGEND }
   for (const field of fields) {
     const colon = field.indexOf(':')
     const name = colon < 0 ? field : field.slice(0, colon)
@@ -155,11 +182,25 @@ export function decodeStatistic(text: string): { stat: Statistic | null; warning
         continue
       }
       where[dim] = [...(where[dim] ?? []), ...(vals as string[])]
+    } else if (name === 'sort') {
+      const by = value.replace(/^-/, '')
+      if ((LEGEND_SORTS as readonly string[]).includes(by)) Object.assign(legend, { sort: by as LegendSort, desc: value.startsWith('-') })
+      else warnings.push(`legend order "${value}" of ${metric} is not one of ${LEGEND_SORTS.join(', ')} (with "-" for descending); using -mean`)
+    } else if (name === 'q' || name === 'hl') {
+      const text = safeDecode(value)
+      if (text === null) warnings.push(`legend ${name === 'q' ? 'search' : 'highlight'} "${value}" of ${metric} cannot be read; it was left out`)
+      else if (name === 'q') legend.search = text
+      else legend.highlight = text
+    } else if (name === 'crop') {
+      const pct = CROPS.find((c) => c > 0 && String(c) === value)
+      if (pct) stat.crop = pct
+      else warnings.push(`crop "${value}" of ${metric} is not one of ${CROPS.filter((c) => c > 0).join(', ')} (%); not cropping`)
     } else if (field !== '') {
       warnings.push(`field "${field}" of ${metric} is unknown; it was ignored`)
     }
   }
   stat.where = where
+  if (legend.sort !== DEFAULT_LEGEND.sort || legend.desc !== DEFAULT_LEGEND.desc || legend.search || legend.highlight !== null) stat.legend = legend
   if (stat.display === 'heatmap' && !stat.by) {
     warnings.push(`heat map of ${metric} names no histogram dimension; showing latency`)
     stat.by = 'latency'
@@ -229,11 +270,14 @@ export function decodeWorksheet(search: string): { state: WorksheetState; warnin
   return { state, warnings }
 }
 
-/** A stable identity for each statistic of a worksheet (same statistic twice gets #2). */
+/**
+ * A stable identity for each statistic of a worksheet (same statistic twice gets #2): what it
+ * charts, not how, so that sorting a legend or cropping a heat map keeps the chart as it is.
+ */
 export function statisticKeys(stats: Statistic[]): string[] {
   const seen = new Map<string, number>()
   return stats.map((s) => {
-    const base = encodeStatistic(s)
+    const base = queryFields(s).join(';')
     const n = (seen.get(base) ?? 0) + 1
     seen.set(base, n)
     return n === 1 ? base : `${base}#${n}`

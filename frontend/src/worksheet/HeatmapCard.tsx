@@ -2,26 +2,28 @@
 import { useMemo, useRef, useState } from 'react'
 import { useHeatmap, useMembers, useAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
-import { bandLabel, cropOutliers, heatmapCsv, nextCrop, type Crop } from '../charts/heatmap/transform'
+import { bandLabel, cropOutliers, heatmapCsv, nextCrop } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
 import { memberDims } from '../lib/drill'
 import { formatAmount, formatRate, formatShare } from '../lib/format'
-import { elementLabel, middleEllipsis } from '../charts/palette'
+import { elementLabel, HEAT_HINT, middleEllipsis } from '../charts/palette'
+import { useTheme } from '../lib/theme'
 import { CardFrame, useCardInfo } from './CardFrame'
 import type { CardProps } from './TimeseriesCard'
 import { ExportButtons } from './ExportButtons'
 import { useDrill } from './useDrill'
 
-export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardProps, 'onChange'>) {
+export function HeatmapCard({ stat, view, metric, onOpen, onChange, onRemove }: Omit<CardProps, 'group'>) {
   const q = useHeatmap(stat, view)
   const annotations = useAnnotations(view)
   const dim = stat.by ?? 'latency'
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
   const [band, setBand] = useState<Band | null>(null)
   const [by, setBy] = useState<string | null>(null)
-  const [crop, setCrop] = useState<Crop>(0)
+  const theme = useTheme()
+  const crop = stat.crop ?? 0 // in the URL, so that a link shows the same crop
   const png = useRef<(() => string) | null>(null)
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
@@ -84,7 +86,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
             data-testid="crop-outliers"
             data-crop={crop}
             title="Crop outliers: hide the top 0.1 %, 1 % or 5 % of events so the bulk gets the height (click to cycle)"
-            onClick={() => setCrop(nextCrop(crop))}
+            onClick={() => onChange({ ...stat, crop: nextCrop(crop) })}
           >
             {crop ? `cropped ${crop} %` : 'crop outliers'}
           </button>
@@ -97,7 +99,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onRemove }: Omit<CardP
             <span>{view.paused ? 'paused' : 'refreshing'}</span>
             <span className="sep">·</span>
             <span>
-              {q.data.tier} tier, {q.data.step}s per column, colour on a log scale (darker is more)
+              {q.data.tier} tier, {q.data.step}s per column, colour on a log scale ({HEAT_HINT[theme]})
             </span>
             {cropped?.above && (
               <>

@@ -4,7 +4,7 @@ import type { MetricPublic } from '../api/client'
 import { fetchSeconds, useAnnotations, useStatisticQuery } from '../api/hooks'
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
-import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
+import { DEFAULT_LEGEND, OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
 import { addLive, addMissing, fromQuery, isEmpty, liveFromQuery, liveKeepFrom, mergeLive, minMaxOf, missingSpan, toCsv } from '../charts/timeseries/transform'
 import { TimeseriesView } from '../charts/timeseries/View'
 import { EmptyState } from '../components/EmptyState'
@@ -22,8 +22,8 @@ export interface CardProps {
   view: Pick<WorksheetState, 'range' | 'paused' | 'at'>
   metric: MetricPublic | undefined
   onOpen: (s: Statistic) => void
-  /** Absent in a read-only (shared) view, as are the controls that need them. */
-  onChange?: (s: Statistic) => void
+  onChange: (s: Statistic) => void
+  /** Absent in a read-only (shared) view: its charts stay. */
   onRemove?: () => void
   /** The worksheet's charts share a crosshair (hovering one shows the time on all) unless unsynced. */
   group?: string
@@ -120,21 +120,19 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
               {synced ? 'synced' : 'unsynced'}
             </button>
           )}
-          {onChange && (
-            <div className="segmented small" role="group" aria-label="Graph style">
-              {(['area', 'line'] as const).map((d) => (
-                <button
-                  key={d}
-                  className={display === d ? 'active' : ''}
-                  aria-pressed={display === d}
-                  onClick={() => onChange({ ...stat, display: d })}
-                  title={d === 'area' ? 'Mountain graph: stacked areas' : 'Line graph'}
-                >
-                  {d === 'area' ? 'Mountain' : 'Line'}
-                </button>
-              ))}
-            </div>
-          )}
+          <div className="segmented small" role="group" aria-label="Graph style">
+            {(['area', 'line'] as const).map((d) => (
+              <button
+                key={d}
+                className={display === d ? 'active' : ''}
+                aria-pressed={display === d}
+                onClick={() => onChange({ ...stat, display: d })}
+                title={d === 'area' ? 'Mountain graph: stacked areas' : 'Line graph'}
+              >
+                {d === 'area' ? 'Mountain' : 'Line'}
+              </button>
+            ))}
+          </div>
         </>
       }
       footer={
@@ -169,6 +167,8 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
           group={group && synced ? group : null}
           exporter={png}
           by={stat.by ?? null}
+          legend={stat.legend ?? DEFAULT_LEGEND}
+          onLegend={(legend) => onChange({ ...stat, legend })}
           elements={q.data?.elements ?? 0}
           onPick={(row, at) => {
             if (row.key === OTHER_KEY) return

@@ -3,6 +3,7 @@
 import type { EventPublic, RunPublic } from '../../api/client'
 
 export type AnnotationKind = 'run' | 'alert' | 'agent'
+import { CHART } from '../palette'
 
 export interface Annotation {
   label: string
@@ -15,11 +16,11 @@ export interface Annotation {
 
 export const ANNOTATION_KEY = '\u0000runs'
 
-// Each kind its own hue, so an alert never reads as a run. Text colours meet WCAG AA on white.
+// Each kind its own hue, so an alert never reads as a run; the theme's colours (styles.css).
 const STYLE: Record<AnnotationKind, { fill: string; border: string; text: string }> = {
-  run: { fill: 'rgba(183,121,31,0.10)', border: 'rgba(183,121,31,0.55)', text: '#7a5200' },
-  alert: { fill: 'rgba(200,40,30,0.10)', border: 'rgba(200,40,30,0.60)', text: '#8c2019' },
-  agent: { fill: 'rgba(60,90,150,0.14)', border: 'rgba(60,90,150,0.70)', text: '#2b4a86' },
+  run: { fill: CHART.markFill, border: CHART.markLine, text: CHART.markText },
+  alert: { fill: CHART.alertFill, border: CHART.alertLine, text: CHART.alertText },
+  agent: { fill: CHART.agentFill, border: CHART.agentLine, text: CHART.markText },
 }
 
 /** The fields of a series that only marks spans (id, no data, the areas): stacks, legends and

@@ -26,6 +26,3 @@ export interface HeatmapOptions {
   /** log10 bounds of the colour scale, when heat maps side by side must share it. */
   colors?: { min: number; max: number }
 }
-
-/** Dark means more: light yellow for a trickle to deep red for the busiest cells. */
-export const HEAT_COLORS = ['#fff7d4', '#fee391', '#fec44f', '#fb9a29', '#ec7014', '#c4490a', '#8c2d04', '#4a1602']

@@ -4,7 +4,8 @@ import type { ChartOption, HeatmapSeries } from '../../components/EChart'
 import { annotationSeries, categorySpans, clipAnnotations } from '../annotations/transform'
 import { csvLines } from '../../lib/csv'
 import { formatAmount, formatDateTime, formatRate, formatTick } from '../../lib/format'
-import { HEAT_COLORS, type Band, type BucketRate, type HeatmapOptions } from './model'
+import { CHART, HEAT_COLORS } from '../palette'
+import type { Band, BucketRate, HeatmapOptions } from './model'
 
 /** Axis label of a bucket: its lower bound ("1.05 ms", "8 KiB"); the open bottom bucket reads "0". */
 export function bucketAxisLabel(b: Pick<Bucket, 'index' | 'lo'>, unit: string): string {
@@ -61,9 +62,9 @@ function categoryAxis(data: string[]) {
   return {
     type: 'category' as const,
     data,
-    axisLabel: { color: '#5b6472', hideOverlap: true },
+    axisLabel: { color: CHART.text, hideOverlap: true },
     axisTick: { show: false },
-    axisLine: { lineStyle: { color: '#c5cad3' } },
+    axisLine: { lineStyle: { color: CHART.axis } },
     splitArea: { show: false },
   }
 }
@@ -81,12 +82,12 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
     data,
     encode: { x: 0, y: 1, value: 2 },
     progressive: 0,
-    emphasis: { itemStyle: { borderColor: '#1b2330', borderWidth: 1 } },
+    emphasis: { itemStyle: { borderColor: CHART.cellLine, borderWidth: 1 } },
     markArea:
       selLo >= 0 && selHi >= 0
         ? {
             silent: true,
-            itemStyle: { color: 'rgba(47,111,222,0.10)', borderColor: '#2f6fde', borderWidth: 1.5 },
+            itemStyle: { color: CHART.bandFill, borderColor: CHART.bandLine, borderWidth: 1.5 },
             // Category positions: the band covers its buckets' cells, edge to edge.
             data: [[{ yAxis: Math.min(selLo, selHi) - 0.5 }, { yAxis: Math.max(selLo, selHi) + 0.5 }]],
           }
@@ -127,7 +128,7 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
       itemHeight: 120,
       itemWidth: 10,
       text: [formatRate(10 ** max, opts.rateUnit), formatRate(10 ** min, opts.rateUnit)],
-      textStyle: { color: '#5b6472', fontSize: 11 },
+      textStyle: { color: CHART.text, fontSize: 11 },
       inRange: { color: HEAT_COLORS },
     },
     series: [series, ...runs],

@@ -1,12 +1,13 @@
 // A statistic over time: stacked areas (or lines) and the legend table of its elements. The
 // legend sorts by any column, searches its elements, and a shift-click on an element (in the
-// legend or the chart) highlights it across the chart.
-import { useMemo, useState, type MutableRefObject } from 'react'
+// legend or the chart) highlights it across the chart. How the legend is shown is the caller's
+// (the worksheet keeps it in the URL).
+import { useMemo, type MutableRefObject } from 'react'
 import { EChart } from '../../components/EChart'
 import { PickRow, TopNote } from '../../components/PickRow'
 import { formatRate, formatShare } from '../../lib/format'
 import { middleEllipsis } from '../palette'
-import type { LegendRow, LegendSort, TimeseriesData, TimeseriesOptions } from './model'
+import type { LegendRow, LegendSort, LegendView, TimeseriesData, TimeseriesOptions } from './model'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
 import { arrangeLegend, legendRows, toOption } from './transform'
 
@@ -21,6 +22,8 @@ interface Props extends TimeseriesOptions {
   group?: string | null
   /** Filled with the chart's PNG export. */
   exporter?: MutableRefObject<(() => string) | null>
+  legend: LegendView
+  onLegend: (legend: LegendView) => void
 }
 
 const COLUMNS: Array<{ sort: LegendSort; label: string; className?: string }> = [
@@ -28,19 +31,18 @@ const COLUMNS: Array<{ sort: LegendSort; label: string; className?: string }> = 
   { sort: 'mean', label: 'mean', className: 'num' },
 ]
 
-export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations, group, exporter, minmax }: Props) {
-  const [sort, setSort] = useState<{ by: LegendSort; desc: boolean }>({ by: 'mean', desc: true })
-  const [search, setSearch] = useState('')
-  const [highlight, setHighlight] = useState<string | null>(null)
+export function TimeseriesView({ data, display, unit, by, elements, onPick, annotations, group, exporter, legend, onLegend, minmax }: Props) {
+  const { search, highlight } = legend
+  const sort = { by: legend.sort, desc: legend.desc }
   const rows = useMemo(() => legendRows(data), [data])
   const lit = highlight !== null && rows.some((r) => r.key === highlight) ? highlight : null
   const option = useMemo(() => toOption(data, { display, unit, annotations, highlight: lit, minmax }), [data, display, unit, annotations, lit, minmax])
   const first = data.timestamps[0] ?? 0
   const marked = clipAnnotations(annotations ?? [], first, (data.timestamps[data.timestamps.length - 1] ?? first) + data.step)
-  const shown = useMemo(() => arrangeLegend(rows, sort.by, sort.desc, search), [rows, sort, search])
+  const shown = useMemo(() => arrangeLegend(rows, sort.by, sort.desc, search), [rows, sort.by, sort.desc, search])
   const byKey = useMemo(() => new Map(rows.map((r) => [r.key, r])), [rows])
-  const toggle = (key: string) => setHighlight(lit === key ? null : key)
-  const sortBy = (col: LegendSort) => setSort(sort.by === col ? { by: col, desc: !sort.desc } : { by: col, desc: col !== 'name' })
+  const toggle = (key: string) => onLegend({ ...legend, highlight: lit === key ? null : key })
+  const sortBy = (col: LegendSort) => onLegend({ ...legend, sort: col, desc: sort.by === col ? !sort.desc : col !== 'name' })
   const aria = (col: LegendSort) => (sort.by === col ? (sort.desc ? 'descending' : 'ascending') : 'none')
   const arrow = (col: LegendSort) => (sort.by === col ? (sort.desc ? ' ▾' : ' ▴') : '')
   return (
@@ -69,7 +71,7 @@ export function TimeseriesView({ data, display, unit, by, elements, onPick, anno
             aria-label={`search the ${by ?? 'element'} legend`}
             data-testid="legend-search"
             value={search}
-            onChange={(e) => setSearch(e.target.value)}
+            onChange={(e) => onLegend({ ...legend, search: e.target.value })}
           />
         )}
         <table className="table legend-table">

@@ -60,4 +60,16 @@ export interface MinMax {
 }
 
 export type LegendSort = 'mean' | 'last' | 'name'
+export const LEGEND_SORTS: readonly LegendSort[] = ['mean', 'last', 'name']
+
+/** How the legend is shown: its order, what it is searched for, the element highlighted. */
+export interface LegendView {
+  sort: LegendSort
+  desc: boolean
+  search: string
+  highlight: string | null
+}
+
+/** By mean over the range, largest first; no search, nothing highlighted. */
+export const DEFAULT_LEGEND: LegendView = { sort: 'mean', desc: true, search: '', highlight: null }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { QueryResult } from '../../api/client'
 import { ANNOTATION_KEY } from '../annotations/transform'
+import { PALETTE, TOTAL_COLOR } from '../palette'
 import { OTHER_KEY, TOTAL_KEY, type LiveMessage } from './model'
 import {
   addLive,
@@ -63,7 +64,7 @@ describe('fromQuery + stackedSeries', () => {
 
   it('draws the total alone without a breakdown', () => {
     const d = fromQuery(query({ series: [], other: null }))
-    expect(stackedSeries(d)).toEqual([{ key: TOTAL_KEY, name: 'total', color: '#2f6fde', values: [10, 20, 30, 40] }])
+    expect(stackedSeries(d)).toEqual([{ key: TOTAL_KEY, name: 'total', color: TOTAL_COLOR, values: [10, 20, 30, 40] }])
   })
 })
 
@@ -194,7 +195,7 @@ describe('legendRows', () => {
     }))
     const rows = legendRows(d)
     expect(rows.map((r) => r.label)).toEqual(['(none)', 'a', 'b'])
-    expect(rows[1]).toMatchObject({ key: 'a', last: 8, mean: 5, share: 0.2, drillable: true, color: '#e8833a' })
+    expect(rows[1]).toMatchObject({ key: 'a', last: 8, mean: 5, share: 0.2, drillable: true, color: PALETTE[1] })
     expect(rows.reduce((s, r) => s + r.share, 0)).toBeCloseTo(1)
   })
 
@@ -202,7 +203,7 @@ describe('legendRows', () => {
     const rows = legendRows(fromQuery(query()))
     expect(rows[rows.length - 1]).toMatchObject({ key: OTHER_KEY, label: 'other', mean: 4, drillable: false })
     const total = legendRows(fromQuery(query({ series: [], other: null })))
-    expect(total).toEqual([{ key: TOTAL_KEY, label: 'total', color: '#2f6fde', last: 40, mean: 25, share: 1, drillable: false }])
+    expect(total).toEqual([{ key: TOTAL_KEY, label: 'total', color: TOTAL_COLOR, last: 40, mean: 25, share: 1, drillable: false }])
   })
 
   it('knows an empty statistic', () => {

@@ -4,7 +4,7 @@ import type { ChartOption, LineSeries } from '../../components/EChart'
 import { annotationSeries, clipAnnotations } from '../annotations/transform'
 import { csvLines } from '../../lib/csv'
 import { formatAxis, formatRate, formatTick } from '../../lib/format'
-import { colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
+import { CHART, colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
 import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LegendSort, type LiveMessage, type MinMax, type TimeseriesData, type TimeseriesOptions } from './model'
 
 export function fromQuery(q: QueryResult): TimeseriesData {
@@ -267,15 +267,15 @@ export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOptio
       type: 'time',
       min: first !== undefined ? first * 1000 : undefined,
       max: last !== undefined ? last * 1000 : undefined,
-      axisLabel: { color: '#5b6472', hideOverlap: true, formatter: (v: number) => formatTick(v / 1000, span) },
-      axisLine: { lineStyle: { color: '#c5cad3' } },
+      axisLabel: { color: CHART.text, hideOverlap: true, formatter: (v: number) => formatTick(v / 1000, span) },
+      axisLine: { lineStyle: { color: CHART.axis } },
       splitLine: { show: false },
     },
     yAxis: {
       type: 'value',
       min: 0,
-      axisLabel: { color: '#5b6472', formatter: (v: number) => formatAxis(v, opts.unit) },
-      splitLine: { lineStyle: { color: '#eceef2' } },
+      axisLabel: { color: CHART.text, formatter: (v: number) => formatAxis(v, opts.unit) },
+      splitLine: { lineStyle: { color: CHART.split } },
     },
     series,
   }
