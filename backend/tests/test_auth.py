@@ -32,6 +32,7 @@ ROUTES = {
     ("GET", "/api/v1/members"): "viewer",
     ("GET", "/api/v1/sources"): "viewer",
     ("GET", "/api/v1/status"): "viewer",
+    ("GET", "/api/v1/status/tiles"): "viewer",
     ("GET", "/api/v1/worksheets"): "viewer",
     ("GET", "/api/v1/worksheets/{ws_id}"): "viewer",
     ("GET", "/api/v1/runs"): "viewer",
@@ -58,6 +59,8 @@ ROUTES = {
     ("POST", "/api/v1/tokens/{token_id}/revoke"): "admin",
     ("GET", "/api/v1/audit"): "admin",
     ("PUT", "/api/v1/retention"): "admin",
+    ("PUT", "/api/v1/status/tiles"): "admin",
+    ("DELETE", "/api/v1/status/tiles"): "admin",
     ("POST", "/api/v1/data/delete"): "admin",
 }
 ROLES = ("viewer", "operator", "admin")

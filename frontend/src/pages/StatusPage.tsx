@@ -1,4 +1,4 @@
-// The status page: headline tiles with sparklines, and the sources.
+// The status page: Activity tiles (value, weather, 7-day sparkline; an admin chooses them), and the sources.
 import { useMemo } from 'react'
 import { useSources, useStatus } from '../api/hooks'
 import { tileView } from '../charts/sparkline/transform'
@@ -25,7 +25,11 @@ export function StatusPage() {
         )}
       </div>
       {status.error && <div className="error">Cannot read status: {status.error.message}</div>}
-      <section className="tiles" data-testid="status-tiles" aria-label="Activity">
+      <div className="panel-head activity-head">
+        <h2>Activity</h2>
+        <span className="small muted">newest second, the last 7 days, and the weather from the admin’s thresholds · click a tile to open it in the worksheet</span>
+      </div>
+      <section className="tiles activity-tiles" data-testid="status-tiles" aria-label="Activity">
         {tiles.map(({ tile, view }) => (
           <SparklineTile
             key={tile.id}
