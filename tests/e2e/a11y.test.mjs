@@ -38,6 +38,12 @@ describe('Loupe accessibility in Chromium', { skip: skip ?? false }, () => {
       assert.deepEqual(await violations(t.page), [])
     })
   }
+  it('has no serious or critical violation: the status page\'s tile editor', async () => {
+    await t.page.goto(t.server.base + '/status')
+    await t.page.getByTestId('edit-tiles').click()
+    await t.page.getByTestId('tile-form').first().waitFor()
+    assert.deepEqual(await violations(t.page), [])
+  })
   it('has no serious or critical violation: sign-in', async () => {
     const context = await t.browser.newContext({ viewport: { width: 1280, height: 800 } }) // signed out
     try {

@@ -1,5 +1,5 @@
 // The status page: Activity tiles (value, weather, 7-day sparkline; an admin chooses them), and the sources.
-import { useMemo } from 'react'
+import { useMemo, useState } from 'react'
 import { useSources, useStatus } from '../api/hooks'
 import { tileView } from '../charts/sparkline/transform'
 import { SparklineTile } from '../charts/sparkline/View'
@@ -9,11 +9,15 @@ import { familyIsDemo, familySummary } from '../lib/empty'
 import { usageText } from '../lib/format'
 import { lastWorksheet, openWorksheet } from '../state/useWorksheet'
 import { makeStatistic } from '../state/url'
+import { useMe } from '../auth/session'
+import { StatusTilesEditor } from './StatusTilesEditor'
 
 export function StatusPage() {
   const status = useStatus()
   const sources = useSources()
   const tiles = useMemo(() => status.data?.tiles.map((t) => ({ tile: t, view: tileView(t) })) ?? [], [status.data])
+  const isAdmin = useMe().data?.role === 'admin'
+  const [editing, setEditing] = useState(false)
   return (
     <main className="page">
       <div className="toolbar">
@@ -28,7 +32,13 @@ export function StatusPage() {
       <div className="panel-head activity-head">
         <h2>Activity</h2>
         <span className="small muted">newest second, the last 7 days, and the weather from the admin’s thresholds · click a tile to open it in the worksheet</span>
+        {isAdmin && (
+          <button className="button small-button" onClick={() => setEditing(!editing)} aria-expanded={editing} data-testid="edit-tiles">
+            {editing ? 'Close editor' : 'Edit tiles'}
+          </button>
+        )}
       </div>
+      {isAdmin && editing && <StatusTilesEditor onClose={() => setEditing(false)} />}
       <section className="tiles activity-tiles" data-testid="status-tiles" aria-label="Activity">
         {tiles.map(({ tile, view }) => (
           <SparklineTile

@@ -1,6 +1,7 @@
 // "Add statistic": a metric from the catalog and an optional breakdown.
 import { useState } from 'react'
 import type { MetricPublic } from '../api/client'
+import { MetricOptions } from '../components/MetricOptions'
 import { Popover } from '../components/Popover'
 import { isHistogram } from '../lib/drill'
 import { makeStatistic, type Statistic } from '../state/url'
@@ -36,11 +37,7 @@ export function AddStatistic({ metrics, onAdd, onClose }: Props) {
             }}
             data-testid="add-metric"
           >
-            {metrics.map((m) => (
-              <option key={m.name} value={m.name}>
-                {m.noun} ({m.name})
-              </option>
-            ))}
+            <MetricOptions metrics={metrics} />
           </select>
         </label>
         {metric && <div className="field-help">{metric.description}</div>}
