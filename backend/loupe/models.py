@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -208,16 +208,54 @@ class SourceList(BaseModel):
                                     description="Family with no active source -> why, for empty states")
 
 
-class StatusTile(BaseModel):
-    id: str
-    title: str
-    unit: str
-    metric: str
-    where: dict[str, list[str]] = Field(default_factory=dict)
-    by: str | None = None
-    value: float
-    timestamps: list[int]
+# Fishworks' weather, calmest first: a tile's value below its first threshold is the first level.
+WEATHER_LEVELS = ("sunny", "partly cloudy", "cloudy", "stormy", "hurricane")
+Threshold = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class TileSpec(BaseModel):
+    """One Activity tile of the Status page: a statistic, how to show it, and its weather thresholds."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no "1" for 1
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
+                    description="The tile's name: lower-case letters, digits, _ and -, unique among the tiles")
+    title: str = Field(min_length=1, max_length=60)
+    metric: str = Field(description="A metric of GET /api/v1/metrics")
+    by: str | None = Field(None, description="The breakdown the tile opens in the worksheet; the tile shows the total")
+    where: dict[str, list[str]] = Field(default_factory=dict, description="Filters: dimension -> values")
+    unit: str = Field(min_length=1, max_length=20, description="The unit the tile shows, e.g. MB/s")
+    scale: float = Field(1.0, gt=0, allow_inf_nan=False,
+                         description="Multiplies the metric's unit into the tile's: 1e-6 turns bytes/s into MB/s")
+    divide_by_cpus: bool = Field(False, description="Metrics with a cpu dimension: percent of all the CPUs "
+                                                    "that report, rather than of one")
+    thresholds: list[Threshold] = Field(
+        min_length=4, max_length=4,
+        description="Four ascending values in the tile's unit: at or above the first the weather is partly cloudy, "
+                    "then cloudy, stormy and hurricane; below the first it is sunny")
+
+
+class TilesUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tiles: list[TileSpec] = Field(min_length=1, max_length=8)
+
+
+class TilesConfig(TilesUpdate):
+    default: bool = Field(description="True while these are the built-in tiles (never changed, or reset)")
+    set_by: str | None = Field(description="Who last saved or reset the tiles; None if nobody has")
+    set_at: float | None
+    levels: list[str] = Field(default=list(WEATHER_LEVELS), description="The weather levels, calmest first")
+
+
+class StatusTile(TileSpec):
+    value: float = Field(description="The newest full second, in the tile's unit")
+    timestamps: list[int] = Field(description="The sparkline: the start of each step, over at most 7 days "
+                                              "(less while the store holds less)")
     values: list[float]
+    span_start: int = Field(description="Where the sparkline starts (unix seconds)")
+    step: int = Field(description="Seconds per sparkline point")
+    error: str | None = Field(None, description="Why the tile cannot be shown (e.g. a metric no longer known)")
 
 
 class StatusResult(BaseModel):

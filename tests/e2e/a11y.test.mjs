@@ -44,6 +44,13 @@ describe('Loupe accessibility in Chromium', { skip: skip ?? false }, () => {
         assert.deepEqual(await violations(t.page), [])
       })
     }
+    it(`has no serious or critical violation: the status page's tile editor, ${theme}`, async () => {
+      await t.page.emulateMedia({ colorScheme: theme })
+      await t.page.goto(t.server.base + '/status')
+      await t.page.getByTestId('edit-tiles').click()
+      await t.page.getByTestId('tile-form').first().waitFor()
+      assert.deepEqual(await violations(t.page), [])
+    })
     it(`has no serious or critical violation: sign-in, ${theme}`, async () => {
       const context = await t.browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: theme }) // signed out
       try {

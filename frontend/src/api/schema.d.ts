@@ -510,11 +510,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Headline tiles with sparklines */
+        /** Activity tiles with 7-day sparklines, and usage */
         get: operations["status_api_v1_status_get"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/status/tiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Activity tiles the Status page shows */
+        get: operations["get_tiles_api_v1_status_tiles_get"];
+        /** Set the Activity tiles (admin): 1 to 8 statistics of the catalog, with their weather thresholds */
+        put: operations["put_tiles_api_v1_status_tiles_put"];
+        post?: never;
+        /** Put back the built-in Activity tiles (admin) */
+        delete: operations["reset_tiles_api_v1_status_tiles_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2177,23 +2196,76 @@ export interface components {
         };
         /** StatusTile */
         StatusTile: {
-            /** By */
+            /**
+             * By
+             * @description The breakdown the tile opens in the worksheet; the tile shows the total
+             */
             by?: string | null;
-            /** Id */
+            /**
+             * Divide By Cpus
+             * @description Metrics with a cpu dimension: percent of all the CPUs that report, rather than of one
+             * @default false
+             */
+            divide_by_cpus: boolean;
+            /**
+             * Error
+             * @description Why the tile cannot be shown (e.g. a metric no longer known)
+             */
+            error?: string | null;
+            /**
+             * Id
+             * @description The tile's name: lower-case letters, digits, _ and -, unique among the tiles
+             */
             id: string;
-            /** Metric */
+            /**
+             * Metric
+             * @description A metric of GET /api/v1/metrics
+             */
             metric: string;
-            /** Timestamps */
+            /**
+             * Scale
+             * @description Multiplies the metric's unit into the tile's: 1e-6 turns bytes/s into MB/s
+             * @default 1
+             */
+            scale: number;
+            /**
+             * Span Start
+             * @description Where the sparkline starts (unix seconds)
+             */
+            span_start: number;
+            /**
+             * Step
+             * @description Seconds per sparkline point
+             */
+            step: number;
+            /**
+             * Thresholds
+             * @description Four ascending values in the tile's unit: at or above the first the weather is partly cloudy, then cloudy, stormy and hurricane; below the first it is sunny
+             */
+            thresholds: number[];
+            /**
+             * Timestamps
+             * @description The sparkline: the start of each step, over at most 7 days (less while the store holds less)
+             */
             timestamps: number[];
             /** Title */
             title: string;
-            /** Unit */
+            /**
+             * Unit
+             * @description The unit the tile shows, e.g. MB/s
+             */
             unit: string;
-            /** Value */
+            /**
+             * Value
+             * @description The newest full second, in the tile's unit
+             */
             value: number;
             /** Values */
             values: number[];
-            /** Where */
+            /**
+             * Where
+             * @description Filters: dimension -> values
+             */
             where?: {
                 [key: string]: string[];
             };
@@ -2219,6 +2291,92 @@ export interface components {
              * @enum {string}
              */
             tier: "second" | "minute" | "hour";
+        };
+        /**
+         * TileSpec
+         * @description One Activity tile of the Status page: a statistic, how to show it, and its weather thresholds.
+         */
+        TileSpec: {
+            /**
+             * By
+             * @description The breakdown the tile opens in the worksheet; the tile shows the total
+             */
+            by?: string | null;
+            /**
+             * Divide By Cpus
+             * @description Metrics with a cpu dimension: percent of all the CPUs that report, rather than of one
+             * @default false
+             */
+            divide_by_cpus: boolean;
+            /**
+             * Id
+             * @description The tile's name: lower-case letters, digits, _ and -, unique among the tiles
+             */
+            id: string;
+            /**
+             * Metric
+             * @description A metric of GET /api/v1/metrics
+             */
+            metric: string;
+            /**
+             * Scale
+             * @description Multiplies the metric's unit into the tile's: 1e-6 turns bytes/s into MB/s
+             * @default 1
+             */
+            scale: number;
+            /**
+             * Thresholds
+             * @description Four ascending values in the tile's unit: at or above the first the weather is partly cloudy, then cloudy, stormy and hurricane; below the first it is sunny
+             */
+            thresholds: number[];
+            /** Title */
+            title: string;
+            /**
+             * Unit
+             * @description The unit the tile shows, e.g. MB/s
+             */
+            unit: string;
+            /**
+             * Where
+             * @description Filters: dimension -> values
+             */
+            where?: {
+                [key: string]: string[];
+            };
+        };
+        /** TilesConfig */
+        TilesConfig: {
+            /**
+             * Default
+             * @description True while these are the built-in tiles (never changed, or reset)
+             */
+            default: boolean;
+            /**
+             * Levels
+             * @description The weather levels, calmest first
+             * @default [
+             *       "sunny",
+             *       "partly cloudy",
+             *       "cloudy",
+             *       "stormy",
+             *       "hurricane"
+             *     ]
+             */
+            levels: string[];
+            /** Set At */
+            set_at: number | null;
+            /**
+             * Set By
+             * @description Who last saved or reset the tiles; None if nobody has
+             */
+            set_by: string | null;
+            /** Tiles */
+            tiles: components["schemas"]["TileSpec"][];
+        };
+        /** TilesUpdate */
+        TilesUpdate: {
+            /** Tiles */
+            tiles: components["schemas"]["TileSpec"][];
         };
         /** TokenCreate */
         TokenCreate: {
@@ -5295,6 +5453,7 @@ export interface operations {
             query?: {
                 /** @description Only this host */
                 host?: string | null;
+                /** @description How far back the sparklines reach, at most: they start at the oldest stored second when the store is younger */
                 start?: string;
             };
             header?: never;
@@ -5310,6 +5469,232 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatusResult"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_tiles_api_v1_status_tiles_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TilesConfig"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_tiles_api_v1_status_tiles_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TilesUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TilesConfig"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    reset_tiles_api_v1_status_tiles_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TilesConfig"];
                 };
             };
             /** @description A parameter is wrong (detail says which and why) */

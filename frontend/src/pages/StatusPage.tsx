@@ -1,5 +1,5 @@
-// The status page: headline tiles with sparklines, and the sources.
-import { useMemo } from 'react'
+// The status page: Activity tiles (value, weather, 7-day sparkline; an admin chooses them), and the sources.
+import { useMemo, useState } from 'react'
 import { useSources, useStatus } from '../api/hooks'
 import { tileView } from '../charts/sparkline/transform'
 import { SparklineTile } from '../charts/sparkline/View'
@@ -11,11 +11,15 @@ import { lastWorksheet, openWorksheet } from '../state/useWorksheet'
 import { makeStatistic } from '../state/url'
 import { navigate } from '../state/router'
 import { EventLog } from './AlertsPage'
+import { useMe } from '../auth/session'
+import { StatusTilesEditor } from './StatusTilesEditor'
 
 export function StatusPage() {
   const status = useStatus()
   const sources = useSources()
   const tiles = useMemo(() => status.data?.tiles.map((t) => ({ tile: t, view: tileView(t) })) ?? [], [status.data])
+  const isAdmin = useMe().data?.role === 'admin'
+  const [editing, setEditing] = useState(false)
   return (
     <main className="page">
       <div className="toolbar">
@@ -27,7 +31,17 @@ export function StatusPage() {
         )}
       </div>
       {status.error && <div className="error">Cannot read status: {status.error.message}</div>}
-      <section className="tiles" data-testid="status-tiles" aria-label="Activity">
+      <div className="panel-head activity-head">
+        <h2>Activity</h2>
+        <span className="small muted">newest second, the last 7 days, and the weather from the admin’s thresholds · click a tile to open it in the worksheet</span>
+        {isAdmin && (
+          <button className="button small-button" onClick={() => setEditing(!editing)} aria-expanded={editing} data-testid="edit-tiles">
+            {editing ? 'Close editor' : 'Edit tiles'}
+          </button>
+        )}
+      </div>
+      {isAdmin && editing && <StatusTilesEditor onClose={() => setEditing(false)} />}
+      <section className="tiles activity-tiles" data-testid="status-tiles" aria-label="Activity">
         {tiles.map(({ tile, view }) => (
           <SparklineTile
             key={tile.id}

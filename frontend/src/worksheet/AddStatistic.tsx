@@ -1,8 +1,8 @@
 // "Add statistic": a metric from the catalog and an optional breakdown.
 import { useState } from 'react'
 import type { MetricPublic } from '../api/client'
-import { Popover } from '../components/Popover'
 import { MetricOptions } from '../components/MetricOptions'
+import { Popover } from '../components/Popover'
 import { isHistogram } from '../lib/drill'
 import { makeStatistic, type Statistic } from '../state/url'
 

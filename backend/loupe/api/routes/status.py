@@ -1,49 +1,70 @@
+"""The Status page: Activity tiles (an admin chooses them), the store's usage and the hosts."""
+
 import shutil
+import time
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
-from ...models import StatusResult, StatusTile
-from ...query import parse_statistic, window_for
+from ... import tiles as tiles_mod
+from ...models import StatusResult, StatusTile, TileSpec, TilesConfig, TilesUpdate
+from ...query import QueryError, window_for
+from ...service import Loupe
+from ...timerange import RangeError, Window, parse_time
 from ...usage import project
-from ..deps import LoupeDep, StoreDep
+from ..deps import AdminDep, LoupeDep, StoreDep, audit
 
 router = APIRouter(tags=["status"])
 
-BUSY = "user,nice,system,irq,softirq,steal"
-# id, title, unit, metric, where, by (the statistic the tile opens), scale to the tile's unit
-TILES = (
-    ("nfs_ops", "NFS operations", "ops/s", "nfs.ops", {}, "client", 1.0),
-    ("net_in", "Network in", "MB/s", "net.bytes", {"direction": ["in"]}, "interface", 1e-6),
-    ("net_out", "Network out", "MB/s", "net.bytes", {"direction": ["out"]}, "interface", 1e-6),
-    ("disk_iops", "Disk IOPS", "ops/s", "disk.ops", {}, "disk", 1.0),
-    ("cpu", "CPU busy", "%", "cpu.util", {"mode": BUSY.split(",")}, "mode", 1.0),
-)
+
+def _cache(request: Request) -> tiles_mod.TTLCache:
+    app = request.app.state
+    if not hasattr(app, "status_cache"):
+        app.status_cache = tiles_mod.TTLCache()
+    return app.status_cache
 
 
-@router.get("/status", response_model=StatusResult, summary="Headline tiles with sparklines")
-def status(
-    loupe: LoupeDep, store: StoreDep,
-    host: Annotated[str | None, Query(description="Only this host")] = None,
-    start: Annotated[str, Query()] = "-10m",
-) -> StatusResult:
-    window = window_for(start, "now", retain=loupe.retain, points=60)
-    recent = window_for("-15s", "now", retain=loupe.retain, step=1)  # the current value: newest full second
-    tiles = []
-    for tid, title, unit, metric, where, by, scale in TILES:
-        where = dict(where, **({"host": [host]} if host else {}))
-        stat = parse_statistic(metric, None, [f"{k}={','.join(v)}" for k, v in where.items()])
-        agg = store.aggregate(stat, window, 1)
+def _tile(t: TileSpec, loupe: Loupe, host: str | None, spark: Window, recent: Window,
+          cache: tiles_mod.TTLCache) -> StatusTile:
+    store = loupe.store
+    empty = dict(value=0.0, timestamps=[], values=[], span_start=spark.start, step=spark.step)
+    try:
+        stat = tiles_mod.statistic(t, host)
+        norm = t.scale
+        if t.divide_by_cpus:
+            per_cpu = store.aggregate(tiles_mod.statistic(t, host, by="cpu"), recent, 1)
+            norm /= max(1, per_cpu.elements)
+        total = cache.get((stat, spark), lambda: store.aggregate(stat, spark, 1).total)
         now = store.aggregate(stat, recent, 1)
-        norm = scale
-        if tid == "cpu":
-            # percent of all CPUs: divide by the CPUs that reported in the range
-            per_cpu = store.aggregate(parse_statistic(metric, "cpu", [f"host={host}"] if host else None), recent, 1)
-            norm = scale / max(1, per_cpu.elements)
-        values = [v * norm for v in agg.total]
-        last = now.total[now.last_index] * norm if now.last_index >= 0 else 0.0
-        tiles.append(StatusTile(id=tid, title=title, unit=unit, metric=metric, where=where, by=by, value=last,
-                                timestamps=list(range(window.start, window.end, window.step)), values=values))
+    except QueryError as e:
+        return StatusTile(**t.model_dump(), **empty, error=str(e))
+    last = now.total[now.last_index] * norm if now.last_index >= 0 else 0.0
+    where = dict(t.where, **({"host": [host]} if host else {}))
+    return StatusTile(**(t.model_dump() | {"where": where}), value=last, values=[v * norm for v in total],
+                      timestamps=list(range(spark.start, spark.end, spark.step)), span_start=spark.start,
+                      step=spark.step)
+
+
+@router.get("/status", response_model=StatusResult, summary="Activity tiles with 7-day sparklines, and usage")
+def status(
+    loupe: LoupeDep, store: StoreDep, request: Request,
+    host: Annotated[str | None, Query(description="Only this host")] = None,
+    start: Annotated[str, Query(description="How far back the sparklines reach, at most: they start at the "
+                                            "oldest stored second when the store is younger")] = "-7d",
+) -> StatusResult:
+    now = int(time.time())
+    try:
+        span = now - parse_time(start, now)
+    except RangeError as e:
+        raise QueryError(f"start: {e}") from None
+    if span <= 0:
+        raise QueryError(f"start: {start!r} is not in the past")
+    cache = _cache(request)
+    oldest = cache.get("oldest", lambda: min((lo for _, lo, _ in store.extent().values() if lo is not None),
+                                             default=None))
+    spark = tiles_mod.spark_window(now, oldest, loupe.retain, span)
+    recent = window_for("-15s", "now", retain=loupe.retain, step=1, now=now)  # the current value: newest full second
+    tiles = [_tile(t, loupe, host, spark, recent, cache) for t in tiles_mod.load(store).tiles]
     demo_hosts = sorted({s["host"] for s in store.sources() if s["demo"] and s["host"]})
     t = loupe.telemetry
     free = shutil.disk_usage(loupe.settings.data_dir).free
@@ -51,3 +72,24 @@ def status(
     return StatusResult(tiles=tiles, store_bytes=store.size_bytes(), hosts=store.hosts(), demo_hosts=demo_hosts,
                         disk_free_bytes=free, store_growth_bytes_per_day=growth, days_until_full=days,
                         ingest_error=t.ingest_error, ingest_error_since=t.ingest_error_since)
+
+
+@router.get("/status/tiles", response_model=TilesConfig, summary="The Activity tiles the Status page shows")
+def get_tiles(store: StoreDep) -> TilesConfig:
+    return tiles_mod.load(store)
+
+
+@router.put("/status/tiles", response_model=TilesConfig,
+            summary="Set the Activity tiles (admin): 1 to 8 statistics of the catalog, with their weather thresholds")
+def put_tiles(body: TilesUpdate, p: AdminDep, store: StoreDep, request: Request) -> TilesConfig:
+    before = tiles_mod.load(store).tiles
+    saved = tiles_mod.save(store, body.tiles, p.name, time.time())
+    audit(request, "status.tiles.set", "status tiles", tiles_mod.describe_change(before, saved.tiles))
+    return saved
+
+
+@router.delete("/status/tiles", response_model=TilesConfig, summary="Put back the built-in Activity tiles (admin)")
+def reset_tiles(p: AdminDep, store: StoreDep, request: Request) -> TilesConfig:
+    saved = tiles_mod.save(store, None, p.name, time.time())
+    audit(request, "status.tiles.reset", "status tiles", f"back to the {len(saved.tiles)} built-in tiles")
+    return saved

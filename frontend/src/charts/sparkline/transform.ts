@@ -1,8 +1,8 @@
-// Pure transforms: status tiles -> tile views and sparkline options.
+// Pure transforms: status tiles -> tile views (value, weather, span) and sparkline options.
 import type { StatusTile } from '../../api/client'
 import type { ChartOption } from '../../components/EChart'
 import { formatRate } from '../../lib/format'
-import type { SparklinePoint, TileView } from './model'
+import { WEATHER, type SparklinePoint, type TileView, type Weather } from './model'
 
 export function sparkPoints(timestamps: number[], values: number[]): SparklinePoint[] {
   const n = Math.min(timestamps.length, values.length)
@@ -14,14 +14,42 @@ export function sparkPoints(timestamps: number[], values: number[]): SparklinePo
   return out
 }
 
-/** The range ends at now, so its last step is still filling: leave it out rather than draw a dip. */
+/** The weather for a value: sunny below the first of four ascending thresholds, then one level up at
+ * each threshold reached (at or above the fourth: hurricane). */
+export function weatherOf(value: number, thresholds: number[]): Weather {
+  let level = 0
+  for (const t of thresholds) if (value >= t) level++
+  return WEATHER[Math.min(level, WEATHER.length - 1)]!
+}
+
+/** Each level's range in the tile's unit, for the tile's tooltip. */
+export function weatherScale(thresholds: number[], unit: string): string {
+  const at = (i: number) => formatRate(thresholds[i], unit)
+  return WEATHER.map((w, i) => (i === 0 ? `${w} below ${at(0)}` : `${w} from ${at(i - 1)}`)).join('; ')
+}
+
+/** A sparkline's reach in words: 'last 7 days', 'last 5 h', 'last 12 min'. */
+export function spanText(seconds: number): string {
+  if (seconds >= 2 * 86400) return `last ${Math.round(seconds / 86400)} days`
+  if (seconds >= 2 * 3600) return `last ${Math.round(seconds / 3600)} h`
+  if (seconds >= 120) return `last ${Math.round(seconds / 60)} min`
+  return `last ${Math.max(1, Math.round(seconds))} s`
+}
+
+/** The range ends at now, so its last step is still filling: leave it out rather than draw a dip.
+ * The span is what the points drawn cover (shorter than a week while the store is younger). */
 export function tileView(t: StatusTile): TileView {
-  const points = sparkPoints(t.timestamps, t.values)
+  const all = sparkPoints(t.timestamps, t.values)
+  const points = all.length > 1 ? all.slice(0, -1) : all
   return {
     id: t.id,
     title: t.title,
-    value: formatRate(t.value, t.unit),
-    points: points.length > 1 ? points.slice(0, -1) : points,
+    value: t.error ? '–' : formatRate(t.value, t.unit),
+    points,
+    weather: t.error ? null : weatherOf(t.value, t.thresholds),
+    span: spanText(Math.max(points.length, 1) * t.step),
+    scale: weatherScale(t.thresholds, t.unit),
+    error: t.error ?? null,
   }
 }
 

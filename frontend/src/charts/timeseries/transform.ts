@@ -214,7 +214,7 @@ export function minMaxSeries(mm: MinMax): LineSeries[] {
     id,
     name,
     data: values.map((v, t) => [mm.timestamps[t]! * 1000, v]),
-    color: '#3b4350',
+    color: CHART.minmax,
     lineStyle: { width: 1.3, type: 'dashed' },
     showSymbol: false,
     symbol: 'none',
