@@ -14,6 +14,7 @@ from .config import Settings
 from .control import SourceControl
 from .frame import IngestRequest
 from .live import LiveHub
+from .names import NameResolver
 from .store.base import IngestOutcome, PruneReport, StoreUnavailable
 from .store.duckdb_store import DuckDBStore
 from .telemetry import Telemetry
@@ -74,6 +75,7 @@ class Loupe:
         # `loupe serve --demo` prints a link that signs in as admin, for the demo only (see /auth/link).
         self.demo_link = secrets.token_urlsafe(24) if settings.demo else None
         self.hub = LiveHub()
+        self.names = NameResolver(settings, self.store)
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
                                    backlog=self.store.backlog, memory=self.store.memory)
@@ -227,5 +229,6 @@ class Loupe:
         self.store.interrupt()
         for t in self._threads:
             t.join(timeout=5)
+        self.names.close()
         self.store.close()
         self.auth.close()

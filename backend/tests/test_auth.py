@@ -39,6 +39,8 @@ ROUTES = {
     ("GET", "/api/v1/runs/{run_id}/report"): "viewer",
     ("GET", "/api/v1/clients/{client}/diagnosis"): "viewer",
     ("GET", "/api/v1/retention"): "viewer",
+    ("GET", "/api/v1/client-names"): "viewer",
+    ("GET", "/api/v1/client-names/policy"): "viewer",
     ("POST", "/api/v1/worksheets"): "operator",
     ("PUT", "/api/v1/worksheets/{ws_id}"): "operator",
     ("DELETE", "/api/v1/worksheets/{ws_id}"): "operator",
@@ -59,6 +61,7 @@ ROUTES = {
     ("GET", "/api/v1/audit"): "admin",
     ("PUT", "/api/v1/retention"): "admin",
     ("POST", "/api/v1/data/delete"): "admin",
+    ("PUT", "/api/v1/client-names"): "admin",
 }
 ROLES = ("viewer", "operator", "admin")
 USERS = {"viewer": "vera", "operator": "otto", "admin": "admin"}

@@ -25,7 +25,8 @@ from ..service import Loupe
 from ..store.base import StoreUnavailable
 from .deps import ViewerAuth
 from .routes import (
-    audit, auth, clients, data, ingest, live, metrics, prom, query, runs, sources, status, tokens, users, worksheets,
+    audit, auth, client_names, clients, data, ingest, live, metrics, prom, query, runs, sources, status, tokens, users,
+    worksheets,
 )
 
 log = logging.getLogger("loupe")
@@ -56,6 +57,7 @@ api.include_router(users.router)
 api.include_router(tokens.router)
 api.include_router(audit.router)
 api.include_router(data.router)
+api.include_router(client_names.router)
 
 # The built UI loads only its own files: no inline script, no other origin. Style attributes
 # are allowed (style-src-attr), not <style> elements: ECharts' HTML tooltip is markup with
