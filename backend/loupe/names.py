@@ -330,8 +330,9 @@ class ReverseDNS:
                 self._queue.put_nowait(None)
             except queue.Full:  # daemon threads: they end with the process
                 break
+        end = time.monotonic() + self.timeout + 1  # a lookup in flight ends by its timeout
         for t in self._threads:
-            t.join(timeout=self.timeout + 1)
+            t.join(timeout=max(0.0, end - time.monotonic()))
 
 
 # ------------------------------------------------------------------ the resolver

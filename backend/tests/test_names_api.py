@@ -155,8 +155,8 @@ def test_the_policy_in_force(tmp_path):
         assert p["order"] == ["hosts", "table"] and p["dns_server"] is None and p["dns_cache"] is None
         src = {s["source"]: s for s in p["sources"]}
         assert (src["hosts"]["position"], src["table"]["position"], src["dns"]["position"]) == (1, 2, None)
-        assert src["hosts"]["detail"] == f"{tmp_path / 'hosts'}: 1 names" and src["hosts"]["problem"] is None
-        assert src["table"]["detail"].startswith("1 names")
+        assert src["hosts"]["detail"] == f"{tmp_path / 'hosts'}: 1 name" and src["hosts"]["problem"] is None
+        assert src["table"]["detail"] == "1 name (Admin → Client names)"
     for c in app(tmp_path / "other", client_names="hosts", hosts_file=tmp_path / "missing"):
         src = {s["source"]: s for s in c.get("/api/v1/client-names/policy").json()["sources"]}
         assert "cannot read" in src["hosts"]["problem"] and "missing" in src["hosts"]["problem"]

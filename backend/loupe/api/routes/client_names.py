@@ -12,6 +12,10 @@ from ..deps import AdminDep, LoupeDep, ViewerDep, audit
 router = APIRouter(prefix="/client-names", tags=["client names"])
 
 
+def _count(n: int) -> str:
+    return f"{n} name" if n == 1 else f"{n} names"
+
+
 def _table(names: NameResolver) -> ClientNamesTable:
     t = names.table
     return ClientNamesTable(entries=[ClientNameEntry(address=a, name=n) for a, n in t.names.items()],
@@ -43,8 +47,8 @@ def get_policy(_: ViewerDep, loupe: LoupeDep) -> ClientNamesPolicy:
     hosts = names.hosts.names() if "hosts" in names.order else None
     dns = names.dns
     details = {
-        "table": (f"{len(names.table.names)} names (Admin → Client names)", None),
-        "hosts": (f"{s.hosts_file}: {len(hosts)} names" if hosts is not None else str(s.hosts_file),
+        "table": (f"{_count(len(names.table.names))} (Admin → Client names)", None),
+        "hosts": (f"{s.hosts_file}: {_count(len(hosts))}" if hosts is not None else str(s.hosts_file),
                   names.hosts.problem if hosts is not None else None),
         "dns": (f"reverse lookups through {dns.describe()}, {s.dns_timeout:g} s timeout" if dns else "reverse lookups",
                 dns.problem if dns else None),
