@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .names import parse_policy, parse_server
 
 
 class Settings(BaseSettings):
@@ -52,6 +54,31 @@ class Settings(BaseSettings):
                                   "failed (retried after 2 s, 5 s, 15 s, 1 min, 5 min, then every 15 min)")
     max_frame_bytes: int = Field(32 * 1024 * 1024, description="Largest ingest request body")
     static_dir: Path | None = Field(None, description="Built UI; defaults to the packaged one")
+
+    # Client names (names.py). Reverse DNS is off unless listed: lookups leave the machine.
+    client_names: str = Field("table,hosts", description="Where client names come from, in order (first wins): "
+                              "table (Admin -> Client names), hosts (hosts_file), dns (reverse DNS); none: addresses")
+    hosts_file: Path = Field(Path("/etc/hosts"), description="An /etc/hosts-format file of client names")
+    dns_server: str | None = Field(None, description="DNS server for reverse lookups, address[:port]; "
+                                   "unset: the name servers of /etc/resolv.conf")
+    dns_timeout: float = Field(1.0, gt=0, le=30, description="Seconds one reverse lookup may take")
+    dns_ttl: int = Field(3600, ge=1, description="Seconds a name from DNS is kept before it is looked up again")
+    dns_negative_ttl: int = Field(300, ge=1, description="Seconds an address without a name (or whose lookup "
+                                  "timed out) is left alone before it is asked again")
+    dns_workers: int = Field(2, ge=1, le=32, description="Reverse lookups running at once")
+
+    @field_validator("client_names")
+    @classmethod
+    def _policy(cls, v: str) -> str:
+        return ",".join(parse_policy(v)) or "none"
+
+    @field_validator("dns_server")
+    @classmethod
+    def _server(cls, v: str | None) -> str | None:
+        if v is not None and v.strip():
+            parse_server(v)
+            return v.strip()
+        return None
 
     @property
     def db_path(self) -> Path:

@@ -7,7 +7,15 @@ from typing import Annotated, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .names import MAX_TABLE, canonical, name_problem
+
+# The client addresses of a result that have a name: the UI shows the name, with the address on
+# hover, and still filters by the address.
+ClientNames = Annotated[dict[str, str], Field(
+    default_factory=dict, description="Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses "
+    "in this result that have one; the others are shown as themselves")]
 
 
 class HistogramPublic(BaseModel):
@@ -69,6 +77,7 @@ class QueryResult(BaseModel):
     total_min: list[float] | None = Field(None, description="With minmax on a tier coarser than seconds: the "
                                           "lowest per-second rate of the total inside each point")
     total_max: list[float] | None = Field(None, description="... and the highest")
+    names: ClientNames
 
 
 class HeatmapResult(BaseModel):
@@ -83,6 +92,7 @@ class HeatmapResult(BaseModel):
     cells: list[list[float]] = Field(description="Sparse [time index, bucket index into buckets, rate] triples")
     max: float
     total: list[float] = Field(description="Rate at each point, all buckets")
+    names: ClientNames
 
 
 class BreakdownRow(BaseModel):
@@ -103,6 +113,7 @@ class BreakdownResult(BaseModel):
     other: float = Field(description="Mean rate of elements beyond the top rows")
     elements: int
     approximate: bool
+    names: ClientNames
 
 
 class MembersResult(BaseModel):
@@ -117,6 +128,7 @@ class MembersResult(BaseModel):
     rows: list[BreakdownRow]
     other: float
     elements: int
+    names: ClientNames
 
 
 class WorksheetStatistic(BaseModel):
@@ -397,6 +409,7 @@ class RunReport(BaseModel):
     unreported_clients: list[str] = Field(description="clients seen on the wire with no imported result")
     observed: list[RunObserved] = Field(description="every client's reads and writes on the wire in the window")
     notes: list[str] = Field(default_factory=list)
+    names: ClientNames
 
 
 # ------------------------------------------------------------------ why is this client slow
@@ -446,6 +459,7 @@ class ClientDiagnosis(BaseModel):
     traffic_share: float | None = Field(description="its NFS bytes, as a share of every client's on the server")
     wire_bytes_per_s: float | None = Field(description="its bytes on the wire, both ways; null with no socket probe")
     disks: list[DiagnosisDisk] = Field(description="the server's disks over the window, most I/Os in flight first")
+    names: ClientNames
 
 
 # ---- users, sessions, tokens, audit ------------------------------------------------
@@ -750,6 +764,84 @@ class DeliveryPublic(BaseModel):
 
 class DeliveryList(BaseModel):
     deliveries: list[DeliveryPublic]
+# ---- client names ---------------------------------------------------------------------
+
+
+class ClientNameEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
+    address: str = Field(max_length=100, description="The client's IPv4 or IPv6 address (kept in its canonical form)")
+    name: str = Field(max_length=300, description="What to show for it (surrounding spaces are dropped)")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        a = canonical(v)
+        if a is None:
+            raise ValueError(f"{v!r} is not an IPv4 or IPv6 address")
+        return a
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        v = v.strip()
+        if problem := name_problem(v):
+            raise ValueError(f"name {problem}")
+        return v
+
+
+class ClientNamesUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
+    entries: list[ClientNameEntry] = Field(max_length=MAX_TABLE, description="The whole table: it replaces the "
+                                           "one in force")
+
+    @model_validator(mode="after")
+    def one_name_each(self):
+        seen: dict[str, int] = {}
+        for i, e in enumerate(self.entries):
+            if e.address in seen:
+                raise ValueError(f"entries.{seen[e.address]} and entries.{i} both name {e.address}: "
+                                 "give each address one name")
+            seen[e.address] = i
+        return self
+
+
+class ClientNamesTable(BaseModel):
+    entries: list[ClientNameEntry] = Field(description="By address, IPv4 first")
+    set_by: str | None = Field(description="Who saved it last; null while never saved")
+    set_at: float | None
+
+
+class NameSourcePublic(BaseModel):
+    source: Literal["table", "hosts", "dns"]
+    position: int | None = Field(description="1 for the source asked first; null when it is off")
+    detail: str = Field(description="What it holds or asks, e.g. '/etc/hosts: 12 names'")
+    problem: str | None = Field(None, description="Why it gives no names now, if it cannot")
+
+
+class DnsCachePublic(BaseModel):
+    names: int = Field(description="Addresses cached with a name")
+    unnamed: int = Field(description="Addresses cached without one (not found, failed or timed out)")
+    pending: int = Field(description="Lookups waiting or running")
+    lookups: int
+    found: int
+    not_found: int
+    timeouts: int
+    failures: int
+    dropped: int = Field(description="Lookups not queued because the queue was full (asked again later)")
+
+
+class ClientNamesPolicy(BaseModel):
+    order: list[Literal["table", "hosts", "dns"]] = Field(description="Sources asked in this order; the first name "
+                                                          "wins (LOUPE_CLIENT_NAMES)")
+    sources: list[NameSourcePublic]
+    hosts_file: str
+    dns_server: str | None = Field(description="The server reverse lookups ask, or system (the name servers of "
+                                   "/etc/resolv.conf); null when dns is off")
+    dns_timeout_s: float
+    dns_ttl_s: int
+    dns_negative_ttl_s: int
+    dns_workers: int
+    dns_cache: DnsCachePublic | None = Field(description="null when dns is off")
 
 
 # ---- errors ---------------------------------------------------------------------------

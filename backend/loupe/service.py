@@ -15,6 +15,7 @@ from .config import Settings
 from .control import SourceControl
 from .frame import IngestRequest
 from .live import LiveHub
+from .names import NameResolver
 from .store.base import IngestOutcome, PruneReport, StoreUnavailable
 from .store.duckdb_store import DuckDBStore
 from .telemetry import Telemetry
@@ -78,6 +79,7 @@ class Loupe:
         self.alerts = AlertBook(settings.data_dir / "alerts.sqlite")
         self.alert_engine = AlertEngine(self.store, self.alerts)
         self.deliverer = Deliverer(self.alerts, attempts=settings.webhook_attempts, timeout=settings.webhook_timeout)
+        self.names = NameResolver(settings, self.store)
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
                                    backlog=self.store.backlog, memory=self.store.memory)
@@ -247,5 +249,6 @@ class Loupe:
         for t in self._threads:
             t.join(timeout=5)
         self.alerts.close()
+        self.names.close()
         self.store.close()
         self.auth.close()

@@ -322,22 +322,22 @@ def test_reading_status_and_metrics_leaves_no_transaction_open(client):
 
 def test_query_min_max_inside_coarse_points(client):
     start = int(time.time()) - 100  # well settled: every second of the window is in the past
-    # the read ops of 10.0.0.7: 100 a second, then 300 from half-way through
-    frames = [nfs_frame(start + i, [("10.0.0.7", "read", "/export/a/f1", 100 if i < 15 else 300, 0, {})],
-                        source="mm@nas1", seq=start + i) for i in range(30)]
+    # the read ops of 10.0.0.7: 100 a second for 20 s, then 300 for 20 s
+    frames = [nfs_frame(start + i, [("10.0.0.7", "read", "/export/a/f1", 100 if i < 20 else 300, 0, {})],
+                        source="mm@nas1", seq=start + i) for i in range(40)]
     assert post(client, frames).status_code == 200
-    q = {"metric": "nfs.ops", "where": ["client=10.0.0.7", "op=read"], "start": start, "end": start + 30, "step": 10}
+    q = {"metric": "nfs.ops", "where": ["client=10.0.0.7", "op=read"], "start": start, "end": start + 40, "step": 10}
     plain = client.get("/api/v1/query", params=q).json()
     assert plain["total_min"] is None and plain["total_max"] is None
     r = client.get("/api/v1/query", params={**q, "minmax": "true"}).json()
 
     def rate(ts):
-        return 0.0 if not start <= ts < start + 30 else 100.0 if ts < start + 15 else 300.0
+        return 0.0 if not start <= ts < start + 40 else 100.0 if ts < start + 20 else 300.0
 
     seconds = [range(a, a + r["step"]) for a in r["timestamps"]]
     assert r["total_min"] == [min(map(rate, ts)) for ts in seconds]
     assert r["total_max"] == [max(map(rate, ts)) for ts in seconds]
-    # each 15-second half holds a whole 10-second point: its lowest second is its rate
+    # each 20-second half holds a whole 10-second point: its lowest second is its rate
     assert {100.0, 300.0} <= set(r["total_min"])
     # per-second points need none
     assert client.get("/api/v1/query", params={**q, "step": 1, "minmax": "true"}).json()["total_max"] is None

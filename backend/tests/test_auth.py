@@ -40,6 +40,8 @@ ROUTES = {
     ("GET", "/api/v1/runs/{run_id}/report"): "viewer",
     ("GET", "/api/v1/clients/{client}/diagnosis"): "viewer",
     ("GET", "/api/v1/retention"): "viewer",
+    ("GET", "/api/v1/client-names"): "viewer",
+    ("GET", "/api/v1/client-names/policy"): "viewer",
     ("POST", "/api/v1/worksheets"): "operator",
     ("PUT", "/api/v1/worksheets/{ws_id}"): "operator",
     ("DELETE", "/api/v1/worksheets/{ws_id}"): "operator",
@@ -70,6 +72,7 @@ ROUTES = {
     ("POST", "/api/v1/alerts/{rule_id}/test"): "admin",
     ("GET", "/api/v1/events"): "viewer",
     ("GET", "/api/v1/events/{event_id}/deliveries"): "viewer",
+    ("PUT", "/api/v1/client-names"): "admin",
 }
 ROLES = ("viewer", "operator", "admin")
 USERS = {"viewer": "vera", "operator": "otto", "admin": "admin"}

@@ -25,8 +25,8 @@ from ..service import Loupe
 from ..store.base import StoreUnavailable
 from .deps import ViewerAuth
 from .routes import (
-    alerts, audit, auth, clients, data, events, ingest, live, metrics, prom, query, runs, sources, status, tokens,
-    users, worksheets,
+    alerts, audit, auth, client_names, clients, data, events, ingest, live, metrics, prom, query, runs, sources, status,
+    tokens, users, worksheets,
 )
 
 log = logging.getLogger("loupe")
@@ -59,6 +59,7 @@ api.include_router(audit.router)
 api.include_router(data.router)
 api.include_router(alerts.router)
 api.include_router(events.router)
+api.include_router(client_names.router)
 
 # The built UI loads only its own files: no inline script, no other origin. Style attributes
 # are allowed (style-src-attr), not <style> elements: ECharts' HTML tooltip is markup with

@@ -24,7 +24,7 @@ export function useAudit() {
 }
 
 /** A write that refreshes the lists it changes, and the audit log it adds to. */
-function useAdminMutation<A, R>(fn: (a: A) => Promise<R>, lists: string[]) {
+export function useAdminMutation<A, R>(fn: (a: A) => Promise<R>, lists: string[]) {
   const qc = useQueryClient()
   return useMutation({
     mutationFn: fn,

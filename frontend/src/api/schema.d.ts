@@ -177,6 +177,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/client-names": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The client name mapping table */
+        get: operations["get_table_api_v1_client_names_get"];
+        /** Replace the client name mapping table (admin); names show from the next request */
+        put: operations["put_table_api_v1_client_names_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/client-names/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where client names come from, in order */
+        get: operations["get_policy_api_v1_client_names_policy_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clients/{client}/diagnosis": {
         parameters: {
             query?: never;
@@ -953,6 +988,13 @@ export interface components {
             /** End */
             end: number;
             /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
+            /**
              * Other
              * @description Mean rate of elements beyond the top rows
              */
@@ -1034,6 +1076,13 @@ export interface components {
             inflight: number;
             /** Mean Io Bytes */
             mean_io_bytes: number | null;
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
             /** Ops Per S */
             ops_per_s: number;
             /** Reasons */
@@ -1067,6 +1116,69 @@ export interface components {
              * @description its bytes on the wire, both ways; null with no socket probe
              */
             wire_bytes_per_s: number | null;
+        };
+        /** ClientNameEntry */
+        ClientNameEntry: {
+            /**
+             * Address
+             * @description The client's IPv4 or IPv6 address (kept in its canonical form)
+             */
+            address: string;
+            /**
+             * Name
+             * @description What to show for it (surrounding spaces are dropped)
+             */
+            name: string;
+        };
+        /** ClientNamesPolicy */
+        ClientNamesPolicy: {
+            /** @description null when dns is off */
+            dns_cache: components["schemas"]["DnsCachePublic"] | null;
+            /** Dns Negative Ttl S */
+            dns_negative_ttl_s: number;
+            /**
+             * Dns Server
+             * @description The server reverse lookups ask, or system (the name servers of /etc/resolv.conf); null when dns is off
+             */
+            dns_server: string | null;
+            /** Dns Timeout S */
+            dns_timeout_s: number;
+            /** Dns Ttl S */
+            dns_ttl_s: number;
+            /** Dns Workers */
+            dns_workers: number;
+            /** Hosts File */
+            hosts_file: string;
+            /**
+             * Order
+             * @description Sources asked in this order; the first name wins (LOUPE_CLIENT_NAMES)
+             */
+            order: ("table" | "hosts" | "dns")[];
+            /** Sources */
+            sources: components["schemas"]["NameSourcePublic"][];
+        };
+        /** ClientNamesTable */
+        ClientNamesTable: {
+            /**
+             * Entries
+             * @description By address, IPv4 first
+             */
+            entries: components["schemas"]["ClientNameEntry"][];
+            /** Set At */
+            set_at: number | null;
+            /**
+             * Set By
+             * @description Who saved it last; null while never saved
+             */
+            set_by: string | null;
+        };
+        /** ClientNamesUpdate */
+        ClientNamesUpdate: {
+            /**
+             * Entries
+             * @description The whole table: it replaces the one in force
+             */
+            entries: components["schemas"]["ClientNameEntry"][];
         };
         /** ClientResultModel */
         ClientResultModel: {
@@ -1257,6 +1369,39 @@ export interface components {
             /** Text */
             text: string;
         };
+        /** DnsCachePublic */
+        DnsCachePublic: {
+            /**
+             * Dropped
+             * @description Lookups not queued because the queue was full (asked again later)
+             */
+            dropped: number;
+            /** Failures */
+            failures: number;
+            /** Found */
+            found: number;
+            /** Lookups */
+            lookups: number;
+            /**
+             * Names
+             * @description Addresses cached with a name
+             */
+            names: number;
+            /** Not Found */
+            not_found: number;
+            /**
+             * Pending
+             * @description Lookups waiting or running
+             */
+            pending: number;
+            /** Timeouts */
+            timeouts: number;
+            /**
+             * Unnamed
+             * @description Addresses cached without one (not found, failed or timed out)
+             */
+            unnamed: number;
+        };
         /** ErrorBody */
         ErrorBody: {
             /**
@@ -1384,6 +1529,13 @@ export interface components {
             end: number;
             /** Max */
             max: number;
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
             /** Start */
             start: number;
             statistic: components["schemas"]["StatisticPublic"];
@@ -1527,6 +1679,13 @@ export interface components {
             hi: number;
             /** Lo */
             lo: number;
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
             /** Other */
             other: number;
             /** Rows */
@@ -1562,6 +1721,29 @@ export interface components {
             /** Unit */
             unit: string;
         };
+        /** NameSourcePublic */
+        NameSourcePublic: {
+            /**
+             * Detail
+             * @description What it holds or asks, e.g. '/etc/hosts: 12 names'
+             */
+            detail: string;
+            /**
+             * Position
+             * @description 1 for the source asked first; null when it is off
+             */
+            position: number | null;
+            /**
+             * Problem
+             * @description Why it gives no names now, if it cannot
+             */
+            problem?: string | null;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "table" | "hosts" | "dns";
+        };
         /** PasswordChange */
         PasswordChange: {
             /** Current */
@@ -1586,6 +1768,13 @@ export interface components {
              * @description unix second just after the last point
              */
             end: number;
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
             /** Notes */
             notes?: string[];
             /**
@@ -1831,6 +2020,13 @@ export interface components {
             end: number;
             /** Failed */
             failed: string[];
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
             /** Notes */
             notes?: string[];
             /**
@@ -2818,6 +3014,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description No such alert rule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Request body over the size limit */
             413: {
                 headers: {
@@ -2898,6 +3101,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description No such alert rule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Request body over the size limit */
             413: {
                 headers: {
@@ -2971,6 +3181,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description No such alert rule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Request body over the size limit */
             413: {
@@ -3047,6 +3264,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description No such alert rule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Request body over the size limit */
             413: {
@@ -3625,6 +3849,232 @@ export interface operations {
             };
         };
     };
+    get_table_api_v1_client_names_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientNamesTable"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_table_api_v1_client_names_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientNamesUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientNamesTable"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_policy_api_v1_client_names_policy_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientNamesPolicy"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     diagnosis_api_v1_clients__client__diagnosis_get: {
         parameters: {
             query?: {
@@ -3917,6 +4367,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description No such event */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Request body over the size limit */
             413: {

@@ -7,6 +7,8 @@ export interface DrillTarget {
   dim: string | null
   key: string
   label: string
+  /** A named client's address, shown beside its name (filters use `key`). */
+  address?: string | null
   at: { x: number; y: number }
   /** Filters the new chart keeps besides the element (a heat-map band). */
   extraWhere?: Record<string, string[]>
@@ -23,11 +25,17 @@ interface Props {
 
 export function DrillMenu({ target, choices, onChoose, onClose, onDiagnose }: Props) {
   return (
-    <Popover at={target.at} onClose={onClose} label={`Drill down into ${target.label}`} testId="drill-menu" className="menu">
+    <Popover at={target.at} onClose={onClose} label={`Drill down into ${target.label}${target.address ? ` (${target.address})` : ''}`} testId="drill-menu" className="menu">
       <div className="menu-title">
         {target.dim ? (
           <>
-            {target.dim} <b>{target.label}</b>
+            {target.dim} <b title={target.address ?? undefined}>{target.label}</b>
+            {target.address && (
+              <span className="mono muted" data-testid="drill-address">
+                {' '}
+                {target.address}
+              </span>
+            )}
           </>
         ) : (
           <b>{target.label}</b>

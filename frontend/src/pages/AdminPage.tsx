@@ -8,6 +8,7 @@ import {
 import { ROLE_HELP, ROLES, type Role } from '../auth/roles'
 import type { Me } from '../auth/session'
 import { formatDateTime } from '../lib/format'
+import { AdminClientNames } from './AdminClientNames'
 import { AdminData } from './AdminData'
 import { ErrorLine } from '../components/ErrorLine'
 
@@ -244,6 +245,7 @@ export function AdminPage({ me }: { me: Me }) {
       <Users me={me} />
       <Tokens />
       <AdminData />
+      <AdminClientNames />
       <Audit />
     </main>
   )

@@ -36,12 +36,25 @@ export function ClientPage() {
   const hm = useHeatmap(stat, { range: view.range, paused: view.at !== null, at: view.at })
   const set = (v: ClientView) => navigate(`/clients${encodeClientView(v)}`, { replace: true })
   const data = d.data
+  // Named by the diagnosis (or the heat map, whichever answers first); the address stays in the URL.
+  const name = view.client ? (data?.names?.[view.client] ?? hm.data?.names?.[view.client]) : undefined
+  const shown = name ?? view.client
   return (
     <main className="page client-page" data-testid="client-page">
       <div className="toolbar">
         <div className="toolbar-group">
           <h1 className="ws-name">
-            Why is <span className="mono" data-testid="client-name">{view.client ?? '…'}</span> slow?
+            Why is{' '}
+            <span className={name ? '' : 'mono'} data-testid="client-name" title={name ? view.client! : undefined}>
+              {shown ?? '…'}
+            </span>
+            {name && (
+              <span className="mono muted client-address" data-testid="client-address">
+                {' '}
+                ({view.client})
+              </span>
+            )}{' '}
+            slow?
           </h1>
         </div>
         <div className="segmented" role="group" aria-label="Window">
@@ -55,7 +68,7 @@ export function ClientPage() {
       </div>
       {warnings.length > 0 && <div className="notice">{warnings.join('; ')}</div>}
       {d.error && <div className="error">Cannot diagnose: {d.error.message}</div>}
-      {view.client && !data && !d.error && <div className="loading">Looking at {view.client}…</div>}
+      {view.client && !data && !d.error && <div className="loading">Looking at {shown}…</div>}
       {data && (
         <>
           <section className={`panel verdict-panel verdict-${verdictLevel(data.verdict)}`} data-testid="client-verdict" data-verdict={data.verdict} data-start={data.start} data-end={data.end}>
@@ -129,7 +142,7 @@ export function ClientPage() {
             <SimpleHeatmap
               result={hm.data}
               error={hm.error}
-              title={`Server latency of ${view.client}'s operations`}
+              title={`Server latency of ${shown}'s operations`}
               testId="client-latency"
               className="client-latency"
             />

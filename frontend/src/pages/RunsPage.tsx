@@ -6,8 +6,10 @@ import type { RunPublic, RunReport } from '../api/client'
 import { useDeleteRun, useImportResults, useRunHeatmap, useRunReport, useRuns, useStartRun, useStopRun } from '../api/hooks'
 import { SimpleHeatmap } from '../charts/heatmap/Simple'
 import { onSharedScales } from '../charts/heatmap/transform'
+import { ClientLabel } from '../components/ClientLabel'
 import { Figures } from '../components/Figures'
 import { formatBytes, formatDateTime, formatRate } from '../lib/format'
+import { addressList, CLIENT_DIM, elementHover } from '../lib/names'
 import {
   agreementLevel,
   agreementText,
@@ -238,7 +240,7 @@ function Report({ rep }: { rep: RunReport }) {
     <div className="run-report" data-testid="run-report" data-verdict={rep.verdict}>
       <div className={`verdict verdict-${rep.verdict.replace(' ', '-')}`} data-testid="run-verdict">
         {VERDICT_TEXT[rep.verdict] ?? rep.verdict}
-        {rep.failed.length > 0 && `: ${rep.failed.length} client${rep.failed.length > 1 ? 's' : ''} outside ±${rep.tolerance_pct} % (${rep.failed.join(', ')})`}
+        {rep.failed.length > 0 && `: ${rep.failed.length} client${rep.failed.length > 1 ? 's' : ''} outside ±${rep.tolerance_pct} % (${addressList(rep.failed, rep.names)})`}
       </div>
       <Figures
         items={[
@@ -276,7 +278,9 @@ function Report({ rep }: { rep: RunReport }) {
           <tbody>
             {rep.clients.map((c) => (
               <tr key={c.client} data-testid="run-client" data-client={c.client} data-passed={c.passed} className={c.passed ? '' : 'row-bad'}>
-                <td className="mono">{c.client}</td>
+                <td>
+                  <ClientLabel address={c.client} names={rep.names} />
+                </td>
                 <td className="num">{formatBytes(c.reported.bytes ?? 0)}</td>
                 <td className="num">{formatBytes(c.wire.bytes ?? 0)}</td>
                 <td className={`num agreement-${agreementLevel(c.bytes_agreement_pct, rep.tolerance_pct)}`} data-testid="client-agreement">
@@ -303,7 +307,7 @@ function Report({ rep }: { rep: RunReport }) {
       </div>
       {rep.unreported_clients.length > 0 && (
         <div className="muted small" data-testid="run-unreported">
-          On the wire in this window without a result: {rep.unreported_clients.join(', ')}
+          On the wire in this window without a result: {addressList(rep.unreported_clients, rep.names)}
         </div>
       )}
       {(rep.notes ?? []).map((n) => (
@@ -379,6 +383,7 @@ function Compare({ runs, view, pair }: { runs: RunPublic[]; view: RunsView; pair
   const ra = useRunReport(a?.id ?? null, view.tolerance, !!a && !a.running)
   const rb = useRunReport(b?.id ?? null, view.tolerance, !!b && !b.running)
   const rows = useMemo(() => (ra.data && rb.data ? compareRows(ra.data, rb.data) : []), [ra.data, rb.data])
+  const names = useMemo(() => ({ ...ra.data?.names, ...rb.data?.names }), [ra.data, rb.data])
   if (!a || !b) return <div className="error">A run to compare is gone (deleted?).</div>
   if (a.running || b.running) return <div className="notice">Both runs must have ended to be compared.</div>
   const setClient = (client: string | null) => navigate(`/runs${encodeRunsView({ ...view, client })}`, { replace: true })
@@ -417,7 +422,9 @@ function Compare({ runs, view, pair }: { runs: RunPublic[]; view: RunsView; pair
                 title="Show this client's latency in both heat maps"
                 onClick={() => setClient(view.client === r.client ? null : r.client)}
               >
-                <td className="mono">{r.client}</td>
+                <td>
+                  <ClientLabel address={r.client} names={names} />
+                </td>
                 <td className="num">{formatRate(r.bytesA, 'bytes/s')}</td>
                 <td className="num">{formatRate(r.bytesB, 'bytes/s')}</td>
                 <td className="num" data-testid="bytes-delta">
@@ -434,13 +441,13 @@ function Compare({ runs, view, pair }: { runs: RunPublic[]; view: RunsView; pair
           </tbody>
         </table>
       </div>
-      <RunHeatmaps runs={[a, b]} client={view.client ?? null} />
+      <RunHeatmaps runs={[a, b]} client={view.client ?? null} clientShown={view.client ? elementHover(CLIENT_DIM, view.client, names) : null} />
     </section>
   )
 }
 
 /** The two runs' latency heat maps, on one bucket axis and one colour scale once both are in. */
-function RunHeatmaps({ runs, client }: { runs: [RunPublic, RunPublic]; client: string | null }) {
+function RunHeatmaps({ runs, client, clientShown }: { runs: [RunPublic, RunPublic]; client: string | null; clientShown: string | null }) {
   const qa = useRunHeatmap(runs[0], client)
   const qb = useRunHeatmap(runs[1], client)
   const shared = useMemo(() => (qa.data && qb.data ? onSharedScales([qa.data, qb.data]) : null), [qa.data, qb.data])
@@ -454,7 +461,7 @@ function RunHeatmaps({ runs, client }: { runs: [RunPublic, RunPublic]; client: s
             result={shared ? shared.results[i] : q.data}
             colors={shared?.colors}
             error={q.error}
-            title={`NFS latency, ${client ?? 'all clients'}, run ${side} (${runs[i]!.name})`}
+            title={`NFS latency, ${clientShown ?? 'all clients'}, run ${side} (${runs[i]!.name})`}
             testId={`compare-heatmap-${side}`}
             className="compare-heatmap"
           />

@@ -3,22 +3,32 @@ import type { ReactNode } from 'react'
 import type { MetricPublic, Schemas } from '../api/client'
 import { useSources } from '../api/hooks'
 import { familyIsDemo } from '../lib/empty'
+import { namedTitle, type Names } from '../lib/names'
 import type { Statistic } from '../state/url'
 
 export interface CardInfo {
   family: string
-  /** The statistic's English name from the API (the catalog's noun until it answers). */
+  /** The statistic's English name from the API (the catalog's noun until it answers), its client filter named. */
   title: string
+  /** The name as the API gave it, with addresses, when naming changed it. */
+  hover?: string
   unit: string
   demo: boolean
 }
 
-export function useCardInfo(stat: Statistic, metric: MetricPublic | undefined, fromApi: Schemas['StatisticPublic'] | undefined): CardInfo {
+export function useCardInfo(
+  stat: Statistic,
+  metric: MetricPublic | undefined,
+  fromApi: Schemas['StatisticPublic'] | undefined,
+  names?: Names,
+): CardInfo {
   const { data: sources } = useSources()
   const family = metric?.family ?? stat.metric.split('.')[0] ?? ''
+  const title = fromApi ? namedTitle(fromApi.name, fromApi.where, names) : `${metric?.noun ?? stat.metric}…`
   return {
     family,
-    title: fromApi?.name ?? `${metric?.noun ?? stat.metric}…`,
+    title,
+    hover: fromApi && title !== fromApi.name ? fromApi.name : undefined,
     unit: fromApi?.unit ?? metric?.unit ?? '',
     demo: familyIsDemo(sources, family),
   }
@@ -40,7 +50,7 @@ export function CardFrame({ info, query, badges, actions, footer, onRemove, chil
   return (
     <section className="card" data-testid="chart-card" aria-label={title}>
       <header className="card-head">
-        <h2 className="card-title" data-testid="chart-title">
+        <h2 className="card-title" data-testid="chart-title" title={info.hover}>
           {title}
         </h2>
         <div className="card-badges">

@@ -9,6 +9,7 @@ import { PickRow, TopNote } from '../components/PickRow'
 import { memberDims } from '../lib/drill'
 import { formatAmount, formatRate, formatShare } from '../lib/format'
 import { elementLabel, HEAT_HINT, middleEllipsis } from '../charts/palette'
+import { addressOf, elementHover, elementName } from '../lib/names'
 import { useTheme } from '../lib/theme'
 import { CardFrame, useCardInfo } from './CardFrame'
 import type { CardProps } from './TimeseriesCard'
@@ -29,7 +30,8 @@ export function HeatmapCard({ stat, view, metric, onOpen, onChange, onRemove }: 
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
   const members = useMembers(stat, view, req)
   const { open, menu } = useDrill(metric, stat, onOpen, view)
-  const info = useCardInfo(stat, metric, q.data?.statistic)
+  const info = useCardInfo(stat, metric, q.data?.statistic, q.data?.names)
+  const names = members.data?.names
   const { family, unit } = info
   const hist = metric?.histograms.find((h) => h.name === dim)
   const valueUnit = hist?.unit ?? (dim === 'latency' ? 'ns' : 'bytes')
@@ -51,13 +53,20 @@ export function HeatmapCard({ stat, view, metric, onOpen, onChange, onRemove }: 
                   key={r.key}
                   testId="member-row"
                   dataKey={elementLabel(r.key)}
-                  title={`Drill down into ${memberBy} ${elementLabel(r.key)}`}
+                  title={`Drill down into ${memberBy} ${elementHover(memberBy, r.key, names)}`}
                   onPick={(at) =>
-                    open({ dim: memberBy, key: r.key, label: elementLabel(r.key), at, extraWhere: { [dim]: [`${band.lo}:${band.hi}`] } })
+                    open({
+                      dim: memberBy,
+                      key: r.key,
+                      label: elementName(memberBy, r.key, names),
+                      address: addressOf(memberBy, r.key, names),
+                      at,
+                      extraWhere: { [dim]: [`${band.lo}:${band.hi}`] },
+                    })
                   }
                 >
-                  <td className="legend-label" title={elementLabel(r.key)}>
-                    {middleEllipsis(elementLabel(r.key), 30)}
+                  <td className="legend-label" title={elementHover(memberBy, r.key, names)}>
+                    {middleEllipsis(elementName(memberBy, r.key, names), 30)}
                   </td>
                   <td className="num">{formatRate(r.value, unit)}</td>
                   <td className="num muted">{formatShare(r.share)}</td>

@@ -77,7 +77,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
 
   const data = useMemo(() => (base ? mergeLive(base, view.paused ? [] : live, range) : null), [base, live, range, view.paused])
   const { open, menu } = useDrill(metric, stat, onOpen, view)
-  const info = useCardInfo(stat, metric, q.data?.statistic)
+  const info = useCardInfo(stat, metric, q.data?.statistic, q.data?.names)
   const { family, title, unit } = info
   const newest = data?.timestamps[data.timestamps.length - 1]
   const display = stat.display === 'line' ? 'line' : 'area'
@@ -173,7 +173,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
           onPick={(row, at) => {
             if (row.key === OTHER_KEY) return
             if (row.key === TOTAL_KEY || !stat.by) open({ dim: null, key: '', label: title, at })
-            else open({ dim: stat.by, key: row.key, label: row.label, at })
+            else open({ dim: stat.by, key: row.key, label: row.label, address: row.label !== row.element ? row.element : null, at })
           }}
         />
       )}

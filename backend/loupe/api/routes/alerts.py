@@ -15,6 +15,7 @@ from ...service import Loupe
 from ..deps import AdminDep, LoupeDep, ViewerDep, audit
 
 router = APIRouter(tags=["alerts"])
+NOT_FOUND = {404: {"description": "No such alert rule"}}
 
 
 def shown_url(url: str | None, p: Principal) -> str | None:
@@ -53,7 +54,7 @@ def list_rules(p: ViewerDep, loupe: LoupeDep) -> AlertRuleList:
     return AlertRuleList(rules=[_public(loupe, r, p) for r in loupe.alerts.rules()])
 
 
-@router.get("/alerts/{rule_id}", response_model=AlertRulePublic, summary="One alert rule and its state")
+@router.get("/alerts/{rule_id}", response_model=AlertRulePublic, responses=NOT_FOUND, summary="One alert rule and its state")
 def get_rule(rule_id: str, p: ViewerDep, loupe: LoupeDep) -> AlertRulePublic:
     return _public(loupe, _rule(loupe, rule_id), p)
 
@@ -66,7 +67,7 @@ def create_rule(body: AlertRuleBody, p: AdminDep, loupe: LoupeDep, request: Requ
     return _public(loupe, _rule(loupe, rule.id), p)
 
 
-@router.put("/alerts/{rule_id}", response_model=AlertRulePublic,
+@router.put("/alerts/{rule_id}", response_model=AlertRulePublic, responses=NOT_FOUND,
             summary="Replace an alert rule (admin); an open alert is cleared and evaluation starts afresh")
 def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep, request: Request) -> AlertRulePublic:
     old = _rule(loupe, rule_id)
@@ -78,7 +79,7 @@ def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep,
     return _public(loupe, _rule(loupe, rule_id), p)
 
 
-@router.delete("/alerts/{rule_id}", status_code=204,
+@router.delete("/alerts/{rule_id}", status_code=204, responses=NOT_FOUND,
                summary="Delete an alert rule (admin); an open alert is cleared, the log keeps its events")
 def delete_rule(rule_id: str, _: AdminDep, loupe: LoupeDep, request: Request) -> Response:
     old = _rule(loupe, rule_id)
@@ -88,7 +89,7 @@ def delete_rule(rule_id: str, _: AdminDep, loupe: LoupeDep, request: Request) ->
     return Response(status_code=204)
 
 
-@router.post("/alerts/{rule_id}/test", response_model=DeliveryPublic,
+@router.post("/alerts/{rule_id}/test", response_model=DeliveryPublic, responses=NOT_FOUND,
              summary="Post a test event to the rule's webhook now (admin); logged like any other")
 def test_rule(rule_id: str, p: AdminDep, loupe: LoupeDep) -> DeliveryPublic:
     rec = _rule(loupe, rule_id)

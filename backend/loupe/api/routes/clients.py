@@ -32,4 +32,4 @@ def diagnosis(
         mean_io_bytes=f.mean_io_bytes, retransmits_per_s=f.retransmits_per_s,
         by_op=[DiagnosisOp(**vars(o)) for o in f.by_op], size_mix=[[e, s] for e, s in f.size_mix],
         traffic_share=f.traffic_share, wire_bytes_per_s=f.wire_bytes_per_s,
-        disks=[DiagnosisDisk(**vars(d)) for d in f.disks])
+        disks=[DiagnosisDisk(**vars(d)) for d in f.disks], names=loupe.names.names([client]))

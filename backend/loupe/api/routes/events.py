@@ -44,7 +44,7 @@ def list_events(
     return EventList(events=events, active=active)
 
 
-@router.get("/events/{event_id}/deliveries", response_model=DeliveryList,
+@router.get("/events/{event_id}/deliveries", response_model=DeliveryList, responses={404: {"description": "No such event"}},
             summary="Each attempt to post an event to its webhook")
 def deliveries(event_id: int, p: ViewerDep, loupe: LoupeDep) -> DeliveryList:
     if loupe.alerts.event(event_id) is None:

@@ -5,6 +5,7 @@ from fastapi import APIRouter, Query
 
 from ...catalog import HISTOGRAMS
 from ...models import BreakdownResult, HeatmapResult, MembersResult, QueryResult
+from ...names import client_addresses
 from ...query import QueryError, band_of, band_phrase, bucket_model, public, to_breakdown, to_query_result, window_for
 from ..deps import LoupeDep, RangeDep, StatisticDep, StoreDep, TopDep, WindowDep
 
@@ -14,11 +15,12 @@ MAX_CELLS = 20_000
 
 @router.get("/query", response_model=QueryResult, summary="Time series of a statistic, top N plus other")
 def query(
-    stat: StatisticDep, window: WindowDep, store: StoreDep, top: TopDep = 10,
+    stat: StatisticDep, window: WindowDep, store: StoreDep, loupe: LoupeDep, top: TopDep = 10,
     minmax: Annotated[bool, Query(description="On a tier coarser than seconds, also the lowest and highest "
                                   "per-second rate of the total inside each point (read from the seconds tier)")] = False,
 ) -> QueryResult:
     res = to_query_result(stat, store.aggregate(stat, window, top))
+    res.names = loupe.names.names(client_addresses(stat, (s.key for s in res.series)))
     if minmax and window.step > 1:
         ext = store.extremes(stat, window)
         if ext is None:
@@ -30,10 +32,13 @@ def query(
 
 
 @router.get("/breakdown", response_model=BreakdownResult, summary="Breakdown table over a range")
-def breakdown(stat: StatisticDep, window: WindowDep, store: StoreDep, top: TopDep = 50) -> BreakdownResult:
+def breakdown(stat: StatisticDep, window: WindowDep, store: StoreDep, loupe: LoupeDep,
+              top: TopDep = 50) -> BreakdownResult:
     if not stat.by:
         raise QueryError("breakdown needs 'by', a dimension to break down by")
-    return to_breakdown(stat, store.aggregate(stat, window, top))
+    res = to_breakdown(stat, store.aggregate(stat, window, top))
+    res.names = loupe.names.names(client_addresses(stat, (r.key for r in res.rows)))
+    return res
 
 
 @router.get("/heatmap", response_model=HeatmapResult, summary="Time x log2 bucket rates of a histogram dimension")
@@ -56,7 +61,7 @@ def heatmap(
         start=w.start, end=w.end, timestamps=list(range(w.start, w.end, w.step)),
         buckets=[bucket_model(dim, e) for e in hm.buckets],
         cells=[[t, b, v] for t, b, v in hm.cells], max=max((v for _, _, v in hm.cells), default=0.0),
-        total=hm.total,
+        total=hm.total, names=loupe.names.names(client_addresses(stat)),
     )
 
 
@@ -73,6 +78,7 @@ def members(
     banded = band_of(stat, dim, lo, hi)
     window = window_for(r.start, r.end, retain=loupe.retain, points=1, whole=True)
     bd = to_breakdown(banded, store.aggregate(banded, window, top))
+    names = loupe.names.names(client_addresses(banded, (x.key for x in bd.rows)))
     return MembersResult(statistic=bd.statistic, dim=dim, lo=lo, hi=hi, band=band_phrase(dim, lo, hi),
                          start=bd.start, end=bd.end, total=bd.total, rows=bd.rows, other=bd.other,
-                         elements=bd.elements)
+                         elements=bd.elements, names=names)

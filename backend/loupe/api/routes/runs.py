@@ -141,7 +141,8 @@ def run_report(
     if format == "csv":
         return Response(report_csv(rep), media_type="text/csv",
                         headers={"Content-Disposition": f'attachment; filename="run-{run_id}.csv"'})
-    return RunReport(run=_public(row), notes=notes, **rep)
+    shown = [c.client for c in results] + [o["client"] for o in rep["observed"]]
+    return RunReport(run=_public(row), notes=notes, names=loupe.names.names(shown), **rep)
 
 
 @router.delete("/{run_id}", status_code=204, responses=NOT_FOUND, summary="Delete a run and its results (admin)",

@@ -105,15 +105,15 @@ export function TimeseriesView({ data, display, unit, by, elements, onPick, anno
               <PickRow
                 key={r.key}
                 testId="legend-row"
-                dataKey={r.label}
+                dataKey={r.element}
                 className={lit === r.key ? 'legend-lit' : lit ? 'legend-dim' : ''}
-                title={`${r.drillable ? `Drill down into ${by} ${r.label}` : 'Break down further'}; shift-click to highlight`}
+                title={`${r.drillable ? `Drill down into ${by} ${r.hover}` : 'Break down further'}; shift-click to highlight`}
                 onPick={(at) => onPick(r, at)}
                 onShiftPick={() => toggle(r.key)}
               >
                 <td className="legend-key">
                   <span className="swatch" style={{ background: r.color }} />
-                  <span className="legend-label" data-testid="legend-label" title={r.label}>
+                  <span className="legend-label" data-testid="legend-label" title={r.hover}>
                     {middleEllipsis(r.label, 24)}
                   </span>
                 </td>

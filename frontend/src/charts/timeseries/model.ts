@@ -1,4 +1,5 @@
 import type { Annotation } from '../annotations/transform'
+import type { Names } from '../../lib/names'
 // A statistic over time, as the card keeps it: the query's history plus live seconds.
 
 export interface TimeseriesData {
@@ -14,6 +15,9 @@ export interface TimeseriesData {
   values: number[][]
   /** Everything outside keys (null without a breakdown); keys + other = total. */
   other: number[] | null
+  /** The breakdown dimension (null without one), and the names of its keys when they are clients. */
+  by?: string | null
+  names?: Names
 }
 
 /** One second pushed by WS /api/v1/live (not part of the OpenAPI document). */
@@ -30,7 +34,12 @@ export const TOTAL_KEY = '\u0000total'
 
 export interface LegendRow {
   key: string
+  /** What the row shows: the element, or a client's name. */
   label: string
+  /** The element as the API names it (a client's address), for data-key and filters' sake. */
+  element: string
+  /** Hover text: a named client's name with its address; else the label. */
+  hover: string
   color: string
   /** Rate at the newest point. */
   last: number

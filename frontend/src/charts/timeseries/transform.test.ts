@@ -64,7 +64,47 @@ describe('fromQuery + stackedSeries', () => {
 
   it('draws the total alone without a breakdown', () => {
     const d = fromQuery(query({ series: [], other: null }))
-    expect(stackedSeries(d)).toEqual([{ key: TOTAL_KEY, name: 'total', color: TOTAL_COLOR, values: [10, 20, 30, 40] }])
+    expect(stackedSeries(d)).toEqual([{ key: TOTAL_KEY, name: 'total', column: 'total', color: TOTAL_COLOR, values: [10, 20, 30, 40] }])
+  })
+})
+
+describe('named clients', () => {
+  const named = () => fromQuery(query({ names: { '10.0.0.7': 'nfs-a' } }))
+
+  it('show the name in the legend, the address on hover, and keep the address as the key', () => {
+    const rows = legendRows(named())
+    expect(rows.slice(0, 2)).toMatchObject([
+      { key: '10.0.0.7', element: '10.0.0.7', label: 'nfs-a', hover: 'nfs-a (10.0.0.7)', drillable: true },
+      { key: '10.0.0.9', element: '10.0.0.9', label: '10.0.0.9', hover: '10.0.0.9', drillable: true },
+    ])
+  })
+
+  it('show name and address in the tooltip and keep addresses in the CSV', () => {
+    const d = named()
+    expect(stackedSeries(d).map((s) => s.name)).toEqual(['nfs-a (10.0.0.7)', '10.0.0.9', 'other'])
+    expect(toCsv(d).split(/\r?\n/)[0]).toBe('time,unix,10.0.0.7,10.0.0.9,other,total')
+  })
+
+  it('are found by name or by address, and sorted by what is shown', () => {
+    const rows = legendRows(named())
+    expect(arrangeLegend(rows, 'mean', true, 'NFS-A').map((r) => r.key)).toEqual(['10.0.0.7'])
+    expect(arrangeLegend(rows, 'mean', true, '0.0.7').map((r) => r.key)).toEqual(['10.0.0.7'])
+    expect(arrangeLegend(rows, 'name', false).map((r) => r.label)).toEqual(['10.0.0.9', 'nfs-a', 'other'])
+  })
+
+  it('name only client keys: an op breakdown filtered by a client leaves its ops alone', () => {
+    const q = query({
+      statistic: { metric: 'nfs.ops', by: 'op', where: { client: ['10.0.0.7'] }, name: 'x', unit: 'ops/s' },
+      series: [{ key: '10.0.0.7', values: [1, 1, 1, 1], total: 1, last: 1 }],
+      names: { '10.0.0.7': 'nfs-a' },
+    })
+    expect(legendRows(fromQuery(q))[0]).toMatchObject({ label: '10.0.0.7', hover: '10.0.0.7' })
+  })
+
+  it('keep their names as live seconds arrive', () => {
+    const merged = mergeLive(named(), [live(104, 1, 1, 1)], 60)
+    expect(merged.timestamps.at(-1)).toBe(104)
+    expect(legendRows(merged)[0]).toMatchObject({ key: '10.0.0.7', label: 'nfs-a' })
   })
 })
 
@@ -203,7 +243,7 @@ describe('legendRows', () => {
     const rows = legendRows(fromQuery(query()))
     expect(rows[rows.length - 1]).toMatchObject({ key: OTHER_KEY, label: 'other', mean: 4, drillable: false })
     const total = legendRows(fromQuery(query({ series: [], other: null })))
-    expect(total).toEqual([{ key: TOTAL_KEY, label: 'total', color: TOTAL_COLOR, last: 40, mean: 25, share: 1, drillable: false }])
+    expect(total).toEqual([{ key: TOTAL_KEY, element: 'total', label: 'total', hover: 'total', color: TOTAL_COLOR, last: 40, mean: 25, share: 1, drillable: false }])
   })
 
   it('knows an empty statistic', () => {

@@ -4,6 +4,7 @@ import type { ChartOption, LineSeries } from '../../components/EChart'
 import { annotationSeries, clipAnnotations } from '../annotations/transform'
 import { csvLines } from '../../lib/csv'
 import { formatAxis, formatRate, formatTick } from '../../lib/format'
+import { elementHover, elementName } from '../../lib/names'
 import { CHART, colorOf, elementLabel, OTHER_COLOR, TOTAL_COLOR } from '../palette'
 import { OTHER_KEY, TOTAL_KEY, type LegendRow, type LegendSort, type LiveMessage, type MinMax, type TimeseriesData, type TimeseriesOptions } from './model'
 
@@ -15,6 +16,8 @@ export function fromQuery(q: QueryResult): TimeseriesData {
     keys: q.series.map((s) => s.key),
     values: q.series.map((s) => [...s.values]),
     other: q.other ? [...q.other] : null,
+    by: q.statistic.by ?? null,
+    names: q.names ?? {},
   }
 }
 
@@ -50,6 +53,7 @@ export function mergeLive(base: TimeseriesData, live: LiveMessage[], rangeSecond
   }
   if (buckets.size === 0) return trim(base, rangeSeconds)
   const out: TimeseriesData = {
+    ...base,
     step,
     timestamps: [...base.timestamps],
     total: [...base.total],
@@ -159,9 +163,10 @@ export function isEmpty(d: TimeseriesData): boolean {
 export function legendRows(d: TimeseriesData): LegendRow[] {
   const totalMean = mean(d.total)
   const last = (xs: number[]) => (xs.length ? xs[xs.length - 1]! : 0)
-  const row = (key: string, label: string, color: string, xs: number[], drillable: boolean): LegendRow => {
+  const row = (key: string, element: string, color: string, xs: number[], drillable: boolean): LegendRow => {
     const m = mean(xs)
-    return { key, label, color, last: last(xs), mean: m, share: totalMean ? m / totalMean : 0, drillable }
+    const named = drillable ? { label: elementName(d.by, key, d.names), hover: elementHover(d.by, key, d.names) } : { label: element, hover: element }
+    return { key, element, ...named, color, last: last(xs), mean: m, share: totalMean ? m / totalMean : 0, drillable }
   }
   if (!d.keys.length) return [row(TOTAL_KEY, 'total', TOTAL_COLOR, d.total, false)]
   const rows = d.keys.map((k, i) => row(k, elementLabel(k), colorOf(i), d.values[i] ?? [], true))
@@ -170,22 +175,26 @@ export function legendRows(d: TimeseriesData): LegendRow[] {
   return rows
 }
 
-/** The stacked series of a chart: each element, then "other"; their sum is the total. */
-export function stackedSeries(d: TimeseriesData): { key: string; name: string; color: string; values: number[] }[] {
-  if (!d.keys.length) return [{ key: TOTAL_KEY, name: 'total', color: TOTAL_COLOR, values: d.total }]
-  const out = d.keys.map((k, i) => ({ key: k, name: elementLabel(k), color: colorOf(i), values: d.values[i] ?? [] }))
-  if (d.other) out.push({ key: OTHER_KEY, name: 'other', color: OTHER_COLOR, values: d.other })
+/**
+ * The stacked series of a chart: each element, then "other"; their sum is the total. `name` is
+ * what the tooltip shows (a named client with its address), `column` the element as the API
+ * names it, for CSV.
+ */
+export function stackedSeries(d: TimeseriesData): { key: string; name: string; column: string; color: string; values: number[] }[] {
+  if (!d.keys.length) return [{ key: TOTAL_KEY, name: 'total', column: 'total', color: TOTAL_COLOR, values: d.total }]
+  const out = d.keys.map((k, i) => ({ key: k, name: elementHover(d.by, k, d.names), column: elementLabel(k), color: colorOf(i), values: d.values[i] ?? [] }))
+  if (d.other) out.push({ key: OTHER_KEY, name: 'other', column: 'other', color: OTHER_COLOR, values: d.other })
   return out
 }
 
 /**
  * The legend as the user ordered it: by mean over the range (the default, largest first), by
- * the newest value, or by name; "other" stays last. `query` keeps the rows whose label holds
- * it (case-insensitive).
+ * the newest value, or by name; "other" stays last. `query` keeps the rows whose label or
+ * address holds it (case-insensitive).
  */
 export function arrangeLegend(rows: LegendRow[], sort: LegendSort, desc: boolean, query = ''): LegendRow[] {
   const q = query.trim().toLowerCase()
-  const keep = rows.filter((r) => r.key !== OTHER_KEY && (!q || r.label.toLowerCase().includes(q)))
+  const keep = rows.filter((r) => r.key !== OTHER_KEY && (!q || r.hover.toLowerCase().includes(q)))
   const byName = (a: LegendRow, b: LegendRow) => a.label.localeCompare(b.label, undefined, { numeric: true })
   const primary = (a: LegendRow, b: LegendRow) => (sort === 'name' ? byName(a, b) : a[sort] - b[sort])
   keep.sort((a, b) => (desc ? -primary(a, b) : primary(a, b)) || byName(a, b)) // ties: by name
@@ -284,7 +293,7 @@ export function toOption(d: TimeseriesData, opts: TimeseriesOptions): ChartOptio
 /** The chart's points as CSV: time (ISO 8601, UTC), unix second, then each element, other, total. */
 export function toCsv(d: TimeseriesData): string {
   const series = d.keys.length ? stackedSeries(d) : []
-  const head = ['time', 'unix', ...series.map((s) => s.name), 'total']
+  const head = ['time', 'unix', ...series.map((s) => s.column), 'total']
   const rows = d.timestamps.map((t, i) => [new Date(t * 1000).toISOString(), t, ...series.map((s) => s.values[i] ?? 0), d.total[i] ?? 0])
   return csvLines([head, ...rows])
 }
