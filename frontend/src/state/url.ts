@@ -6,7 +6,8 @@
 //    &s=nfs.ops;by:latency;d:heatmap;w:client=10.0.0.7;w:op=read,write
 //
 // One `s` per statistic: the metric, then `;`-separated fields `by:`, `top:`,
-// `d:` (display) and `w:dim=v1,v2` (filters). Every name and value is
+// `d:` (display), `h:` (its hierarchy shown: treemap or sunburst) and `w:dim=v1,v2`
+// (filters; `w:file^=/dir` is a path prefix). Every name and value is
 // percent-encoded on its own, so file names with `;`, `,` or `=` survive.
 // Decoding never throws: what cannot be read falls back to a default and is
 // reported in `warnings`.
@@ -29,7 +30,11 @@ export const DEFAULT_RANGE: RangeId = '10m'
 export const DEFAULT_TOP = 10
 export const MAX_STATISTICS = 50
 
-export type Statistic = WorksheetStatistic & { display: Display }
+export type HierarchyMode = 'treemap' | 'sunburst'
+export const HIERARCHY_MODES: readonly HierarchyMode[] = ['treemap', 'sunburst']
+
+/** `hierarchy`: the card also shows its breakdown's directory tree (path dimensions only). */
+export type Statistic = WorksheetStatistic & { display: Display; hierarchy?: HierarchyMode }
 
 export interface WorksheetState {
   statistics: Statistic[]
@@ -117,6 +122,7 @@ export function encodeStatistic(s: Statistic): string {
   if (s.by) parts.push(`by:${enc(s.by)}`)
   if (s.top !== DEFAULT_TOP) parts.push(`top:${s.top}`)
   if (s.display !== 'area') parts.push(`d:${s.display}`)
+  if (s.hierarchy) parts.push(`h:${s.hierarchy}`)
   for (const [dim, values] of Object.entries(s.where ?? {})) {
     parts.push(`w:${enc(dim)}=${values.map(enc).join(',')}`)
   }
@@ -143,6 +149,9 @@ export function decodeStatistic(text: string): { stat: Statistic | null; warning
     } else if (name === 'd') {
       if ((DISPLAYS as readonly string[]).includes(value)) stat.display = value as Display
       else warnings.push(`display "${value}" of ${metric} is unknown; using area`)
+    } else if (name === 'h') {
+      if ((HIERARCHY_MODES as readonly string[]).includes(value)) stat.hierarchy = value as HierarchyMode
+      else warnings.push(`hierarchy "${value}" of ${metric} is unknown; it is not shown`)
     } else if (name === 'w') {
       const eq = value.indexOf('=')
       const dim = eq > 0 ? safeDecode(value.slice(0, eq)) : null

@@ -1,7 +1,10 @@
 // A statistic card drawn over time: history from /query, then live seconds from the WebSocket.
 import { useEffect, useMemo, useRef, useState } from 'react'
 import type { MetricPublic } from '../api/client'
-import { fetchSeconds, useRunAnnotations, useStatisticQuery } from '../api/hooks'
+import { fetchSeconds, useHierarchy, useRunAnnotations, useStatisticQuery } from '../api/hooks'
+import { SHAPE } from '../charts/hierarchy/model'
+import { isPathDim, rootWhere, withoutFilter } from '../charts/hierarchy/transform'
+import { HierarchyView, PrefixChips } from '../charts/hierarchy/View'
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
 import { OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
@@ -72,6 +75,9 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
   const { family, title, unit } = info
   const newest = data?.timestamps[data.timestamps.length - 1]
   const display = stat.display === 'line' ? 'line' : 'area'
+  // A breakdown by path (file, share) can show its directory tree; a click there re-roots it with a prefix filter.
+  const paths = isPathDim(stat.by)
+  const hier = useHierarchy(stat, view, paths && stat.hierarchy ? SHAPE : null)
 
   return (
     <CardFrame
@@ -82,6 +88,17 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
       actions={
         <>
           <ExportButtons title={title} csv={data && !isEmpty(data) ? () => toCsv(data) : null} png={png} />
+          {paths && (
+            <button
+              className="button small"
+              aria-pressed={!!stat.hierarchy}
+              data-testid="show-hierarchy"
+              title={`The ${stat.by} breakdown over the range as a directory tree (treemap or sunburst); click a directory to filter the chart to it`}
+              onClick={() => onChange({ ...stat, hierarchy: stat.hierarchy ? undefined : 'treemap' })}
+            >
+              {stat.hierarchy ? 'Hide hierarchy' : 'Show hierarchy'}
+            </button>
+          )}
           {group && (
             <button
               className={`button small ${synced ? '' : 'button-warn'}`}
@@ -123,6 +140,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
         )
       }
     >
+      <PrefixChips where={stat.where} onRemove={(key) => onChange({ ...stat, where: withoutFilter(stat.where, key) })} />
       {data && isEmpty(data) && <EmptyState family={family} />}
       {data && !isEmpty(data) && (
         <TimeseriesView
@@ -140,6 +158,25 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
             else open({ dim: stat.by, key: row.key, label: row.label, at })
           }}
         />
+      )}
+      {paths && stat.hierarchy && (
+        <>
+          {hier.error && (
+            <div className="error" role="alert" data-testid="hierarchy-error">
+              {hier.error.message}
+            </div>
+          )}
+          {hier.isPending && !hier.error && <div className="loading">Reading the directory tree…</div>}
+          {hier.data && (
+            <HierarchyView
+              result={hier.data}
+              mode={stat.hierarchy}
+              unit={unit}
+              onMode={(mode) => onChange({ ...stat, hierarchy: mode })}
+              onRoot={(path) => onChange({ ...stat, where: rootWhere(stat.where, stat.by!, path) })}
+            />
+          )}
+        </>
       )}
       {menu}
     </CardFrame>
