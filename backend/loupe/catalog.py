@@ -75,6 +75,11 @@ class Family:
 
 FILE_OTHER = "(other files)"
 
+# Dimensions whose values are paths: they take a prefix filter (`file^=/export/home`) and fold
+# into a directory tree. Values that are not paths (FILE_OTHER, `fh:<hash>`) never match a prefix.
+PATH_DIMS = ("file", "share")
+PREFIX_OP = "^"  # in a filter's name: `file^` filters file by path prefix
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -202,6 +207,9 @@ def statistic_name(metric_name: str, where: dict[str, list[str]] | None = None, 
         shown = vals[0] if len(vals) == 1 else "{" + ", ".join(vals) + "}"
         if dim == "op":
             parts.append(f"of type {shown}")
+        elif dim.endswith(PREFIX_OP):
+            base = dim[: -len(PREFIX_OP)]
+            parts.append(f"for {DIM_PHRASE.get(base, base)} under {shown}")
         else:
             parts.append(f"for {DIM_PHRASE.get(dim, dim)} {shown}")
     if by:

@@ -131,6 +131,37 @@ class MembersResult(BaseModel):
     names: ClientNames
 
 
+class HierarchyNode(BaseModel):
+    name: str = Field(description="Last path component, or '(other)', '(other files)', '(this directory)'")
+    path: str | None = Field(description="Full path: a directory's is the prefix that filters to it; "
+                                         "null for (other) and (other files)")
+    kind: Literal["dir", "file", "self", "other", "folded", "element"] = Field(
+        description="dir: a directory; file: a path element; self: a directory's own operations; other: the "
+                    "siblings beyond the top ones, summed; folded: files the store folded into '(other files)'; "
+                    "element: a stored name that is not a path (e.g. an unresolved file handle)")
+    value: float = Field(description="Mean rate over the range; a directory's is the sum of what lies under it")
+    elements: int = Field(description="Stored elements (files, shares) summed into this node")
+    merged: int = Field(0, description="For (other): how many siblings it sums")
+    truncated: bool = Field(False, description="A directory whose children are not listed (depth or size bound)")
+    children: list[HierarchyNode] = Field(default_factory=list)
+
+
+class HierarchyResult(BaseModel):
+    statistic: StatisticPublic
+    dim: str = Field(description="The path dimension folded into the tree: file or share")
+    root: str = Field(description="The directory the tree starts at: the statistic's prefix filter on dim, or '/'")
+    tier: str
+    start: int
+    end: int
+    depth: int = Field(description="Levels below the root that were read")
+    top: int = Field(description="Children listed per directory; the rest sum into (other)")
+    total: float = Field(description="Mean rate of the whole statistic over the range (the tree's value)")
+    nodes: int = Field(description="Nodes in the tree")
+    tree: HierarchyNode
+    approximate: bool = Field(description="True when files folded into '(other files)' are in the range")
+    notes: list[str] = Field(default_factory=list)
+
+
 class WorksheetStatistic(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from .catalog import HISTOGRAMS, CatalogError, bucket_label, check_dim, check_hist, fmt_amount, metric, statistic_name
+from .catalog import (
+    FAMILIES, FILE_OTHER, HISTOGRAMS, PATH_DIMS, PREFIX_OP, CatalogError, bucket_label, check_dim, check_hist,
+    fmt_amount, metric, statistic_name,
+)
 from .models import BreakdownResult, BreakdownRow, Bucket, QueryResult, Series, StatisticPublic
-from .store.base import Aggregate, Statistic
+from .store.base import Aggregate, Statistic, Store
 from .timerange import Window, choose_window, parse_time
 
 
@@ -21,13 +24,22 @@ def parse_statistic(metric_name: str, by: str | None, where: list[str] | None) -
         if by:
             check_dim(m, by)
         filters: dict[str, list[str]] = {}
+        prefixes: dict[str, list[str]] = {}
         band = None
         for item in where or []:
             dim, sep, value = item.partition("=")
             dim = dim.strip()
+            prefix = dim.endswith(PREFIX_OP)
+            if prefix:
+                dim = dim[: -len(PREFIX_OP)].strip()
             if not sep or not dim:
-                raise QueryError(f"cannot read filter {item!r}: write it as dim=value or dim=v1,v2")
+                raise QueryError(f"cannot read filter {item!r}: write it as dim=value, dim=v1,v2 "
+                                 f"or, for a path, dim^=/prefix")
             check_dim(m, dim)
+            if prefix:
+                prefixes.setdefault(dim, [])
+                prefixes[dim] += [p for p in _parse_prefixes(m, dim, value) if p not in prefixes[dim]]
+                continue
             if dim in HISTOGRAMS:
                 band = _parse_band(m, dim, value)
                 continue
@@ -39,7 +51,30 @@ def parse_statistic(metric_name: str, by: str | None, where: list[str] | None) -
     if band and by in HISTOGRAMS and by != band[0]:
         raise QueryError(f"a {band[0]} band cannot be combined with a breakdown by {by}")
     return Statistic(m, by or None, tuple((k, tuple(v)) for k, v in sorted(filters.items())), band,
-                     layer_of(m, by, filters))
+                     layer_of(m, by, filters), tuple((k, tuple(v)) for k, v in sorted(prefixes.items())))
+
+
+def _parse_prefixes(m, dim: str, value: str) -> list[str]:
+    """`dim^=/a,/b/`: path prefixes, each kept without its trailing slash ('/' stays '/')."""
+    if dim not in PATH_DIMS:
+        valid = ", ".join(d for d in PATH_DIMS if d in m.dims) or "(none)"
+        raise QueryError(f"a prefix filter ({dim}{PREFIX_OP}=/path) applies to path dimensions only; "
+                         f"{dim!r} is not one (path dimensions of {m.name}: {valid})")
+    out = []
+    for p in value.split(","):
+        if not p.startswith("/"):
+            raise QueryError(f"prefix filter {dim}{PREFIX_OP}={p!r} must be a path starting with '/', "
+                             f"e.g. {dim}{PREFIX_OP}=/export/home")
+        out.append(p.rstrip("/") or "/")
+    return out
+
+
+def root_of(stat: Statistic) -> str:
+    """The directory a hierarchy of stat.by starts at: its one prefix filter on that dimension, else '/'."""
+    for dim, values in stat.prefixes:
+        if dim == stat.by and len(values) == 1:
+            return values[0]
+    return "/"
 
 
 def layer_of(m, by: str | None, filters: dict) -> tuple[str, bool] | None:
@@ -125,11 +160,29 @@ def bucket_model(dim: str, e: int) -> Bucket:
     return Bucket(index=e, lo=lo, hi=hi, label=bucket_label(h, e))
 
 
-def to_query_result(stat: Statistic, agg: Aggregate) -> QueryResult:
+def folded_note(stat: Statistic, folded: float) -> str:
+    """Why a statistic filtered by a directory may undercount: folded files have no path."""
+    return (f"{folded:.3g} {stat.metric.unit} of files folded into '{FILE_OTHER}' (beyond the busiest per "
+            f"host and period) have no path: part of it may lie under the directory filtered on.")
+
+
+def folded_beside(stat: Statistic, window: Window, store: Store) -> float:
+    """For a statistic with a prefix filter on the folded dimension (file): the rate of the
+    files folded into FILE_OTHER that its other filters select, which no prefix can match."""
+    fold_dim = FAMILIES[stat.metric.family].fold_dim
+    if not any(d == fold_dim for d, _ in stat.prefixes):
+        return 0.0
+    return store.folded(stat, window)
+
+
+def to_query_result(stat: Statistic, agg: Aggregate, folded: float = 0.0) -> QueryResult:
+    """`folded`: what files folded into FILE_OTHER add up to beside a prefix filter on files."""
     w = agg.window
     notes = []
     if agg.approximate:
         notes.append("Files beyond the busiest per host and period are folded into '(other files)'.")
+    if folded:
+        notes.append(folded_note(stat, folded))
     return QueryResult(
         statistic=public(stat),
         tier=w.tier,
@@ -144,7 +197,7 @@ def to_query_result(stat: Statistic, agg: Aggregate) -> QueryResult:
         ],
         other=agg.other if stat.by and stat.by not in HISTOGRAMS else None,
         elements=agg.elements,
-        approximate=agg.approximate,
+        approximate=agg.approximate or bool(folded),
         notes=notes,
     )
 

@@ -30,6 +30,7 @@ ROUTES = {
     ("GET", "/api/v1/breakdown"): "viewer",
     ("GET", "/api/v1/heatmap"): "viewer",
     ("GET", "/api/v1/members"): "viewer",
+    ("GET", "/api/v1/hierarchy"): "viewer",
     ("GET", "/api/v1/sources"): "viewer",
     ("GET", "/api/v1/status"): "viewer",
     ("GET", "/api/v1/status/tiles"): "viewer",

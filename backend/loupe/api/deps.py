@@ -117,7 +117,8 @@ MetricsAuth = Depends(require_scope("metrics"))
 def get_statistic(
     metric: Annotated[str, Query(description="Metric name, e.g. nfs.ops")],
     by: Annotated[str | None, Query(description="Dimension to break down by")] = None,
-    where: Annotated[list[str] | None, Query(description="Filter dim=value[,value]; latency=lo:hi for a band")] = None,
+    where: Annotated[list[str] | None, Query(description="Filter dim=value[,value]; latency=lo:hi for a band; "
+                                                        "file^=/dir (or share^=) for a path and all below it")] = None,
 ) -> Statistic:
     return parse_statistic(metric, by, where)
 

@@ -8,7 +8,7 @@ import abc
 import time
 from dataclasses import dataclass, field
 
-from ..catalog import Metric
+from ..catalog import PREFIX_OP, Metric
 from ..frame import Frame, SourceStatus
 from ..timerange import Window
 
@@ -22,7 +22,9 @@ class StoreUnavailable(RuntimeError):
 class Statistic:
     """A metric, filters and an optional breakdown, already checked against the catalog.
 
-    `where` holds equality/set filters on string dimensions; `band` restricts a
+    `where` holds equality/set filters on string dimensions; `prefixes` path filters on
+    path dimensions (file, share): a value matches a prefix p when it is p or lies under
+    p + '/' (p is kept without a trailing slash; '/' matches every path). `band` restricts a
     count metric to events in histogram buckets lo..hi of one histogram dimension.
     """
 
@@ -33,10 +35,14 @@ class Statistic:
     # Which of the metric's row layers to read (see catalog.Metric.layer): (dim, True)
     # keeps rows where dim is set, (dim, False) rows where it is empty. Not shown to users.
     layer: tuple[str, bool] | None = None
+    prefixes: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def where_dict(self) -> dict[str, list[str]]:
-        return {k: list(v) for k, v in self.where}
+        """Filters as the API and worksheets write them: a prefix filter under `dim^`."""
+        out = {k: list(v) for k, v in self.where}
+        out.update({k + PREFIX_OP: list(v) for k, v in self.prefixes})
+        return out
 
 
 @dataclass
@@ -55,6 +61,16 @@ class Aggregate:
     approximate: bool
     last_index: int  # index of the latest point that has data, -1 if none
     buckets: list[int] | None = None  # for a histogram breakdown: each key's bucket exponent
+
+
+@dataclass
+class PathSum:
+    """A path element's (or a cut directory's) sum over a window, as a mean rate over it."""
+
+    path: str
+    cut: bool  # deeper paths were summed into it: a directory below the depth asked for
+    value: float
+    elements: int  # stored elements (files, shares) summed into it
 
 
 @dataclass
@@ -109,6 +125,18 @@ class Store(abc.ABC):
         """Per point of a window coarser than seconds: the lowest and the highest per-second rate of the
         statistic's total inside it, read from the seconds tier (a second without rows counts as 0);
         None when that tier no longer holds the window's start."""
+
+    @abc.abstractmethod
+    def path_sums(self, stat: Statistic, window: Window, root: str, depth: int) -> list[PathSum]:
+        """Every element of stat.by (a path dimension) summed over the window (one point), each
+        path below `root` (a directory, ending in '/') cut to its first `depth` components below
+        it; elements not below root (root's own path, names that are not paths such as
+        FILE_OTHER) as they are. Elements whose sum is zero are left out."""
+
+    @abc.abstractmethod
+    def folded(self, stat: Statistic, window: Window) -> float:
+        """The mean rate over the window of the files folded into FILE_OTHER that stat's other
+        filters select (its prefix filters set aside: folded files have no path)."""
 
     @abc.abstractmethod
     def second(self, stat: Statistic, ts: int, keys: list[str]) -> tuple[float, dict[str, float], float]:

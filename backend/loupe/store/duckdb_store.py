@@ -51,7 +51,9 @@ import pyarrow.compute as pc
 from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family, bucket_label
 from ..frame import Frame, SourceStatus
 from ..timerange import SECOND_STEP_GRAIN, Window
-from .base import Aggregate, DeleteReport, Heatmap, IngestOutcome, PruneReport, Statistic, Store, StoreUnavailable
+from .base import (
+    Aggregate, DeleteReport, Heatmap, IngestOutcome, PathSum, PruneReport, Statistic, Store, StoreUnavailable,
+)
 from .ingest_log import IngestLog
 
 log = logging.getLogger("loupe.store")
@@ -860,15 +862,27 @@ class DuckDBStore(Store):
         spans += [(f"{family}_s", a, min(b, end_s)), (f"{family}_s_hotv", a, b), (f"{family}_stagev", a, b)]
         return [s for s in spans if s[1] < s[2]]
 
+    @staticmethod
+    def _filters(stat: Statistic, params: list) -> list[tuple[str, str]]:
+        """(dim, condition) for each filter of stat; a condition names its column `{c}`."""
+        def ph(v: str) -> str:
+            params.append(v)
+            return f"${len(params)}"
+
+        conds = [(dim, f"{{c}} IN ({', '.join(ph(v) for v in values)})") for dim, values in stat.where]
+        for dim, values in stat.prefixes:
+            # p itself or below p/; the range (p <= c < p + '0', '0' following '/') lets zone maps skip
+            alts = []
+            for p in values:
+                under = p if p.endswith("/") else p + "/"
+                alts.append(f"({{c}} >= {ph(p)} AND {{c}} < {ph(under[:-1] + '0')} "
+                            f"AND ({{c}} = {ph(p)} OR starts_with({{c}}, {ph(under)})))")
+            conds.append((dim, "(" + " OR ".join(alts) + ")"))
+        return conds
+
     def _source_sql(self, stat: Statistic, window: Window, select: str, params: list) -> str:
         fam = stat.metric.family
-        conds = []
-        for dim, values in stat.where:
-            ph = []
-            for v in values:
-                params.append(v)
-                ph.append(f"${len(params)}")
-            conds.append(f"{dim} IN ({', '.join(ph)})")
+        conds = [c.format(c=dim) for dim, c in self._filters(stat, params)]
         if stat.layer is not None:
             conds.append(f"{stat.layer[0]} {'<>' if stat.layer[1] else '='} ''")
         extra = "".join(f" AND {c}" for c in conds)
@@ -887,17 +901,20 @@ class DuckDBStore(Store):
             return " + ".join(h.column(e) for e in range(lo, hi + 1))
         return stat.metric.value
 
-    def _totals_apply(self, stat: Statistic, window: Window) -> bool:
+    def _totals_apply(self, stat: Statistic, window: Window, *, per_key_only: bool = False) -> bool:
         """Whether the totals tables answer this breakdown exactly (else the general path runs).
 
         They hold count, bytes and lat_sum per element of one dimension, so: a breakdown by
         a plain dimension, filtered by host at most, with no histogram band and no row layer.
         Files fold per second in the seconds tier but per minute in ``f_k_m``, so a file
-        breakdown at the seconds tier reads the seconds."""
+        breakdown at the seconds tier reads the seconds. A prefix filter on the breakdown's own
+        dimension narrows its elements (`per_key_only`: the caller sums per element only), not
+        the per-host totals."""
         fam = FAMILIES[stat.metric.family]
         return (self.use_totals and stat.by is not None and stat.by in fam.dims and not stat.band and stat.layer is None
                 and stat.metric.value in MEASURES and all(d == "host" for d, _ in stat.where)
-                and not (window.tier == "second" and stat.by == fam.fold_dim))
+                and not (window.tier == "second" and stat.by == fam.fold_dim)
+                and (not stat.prefixes or (per_key_only and all(d == stat.by for d, _ in stat.prefixes))))
 
     def _totals_sql(self, stat: Statistic, window: Window, params: list, *, per_key: bool, grain: int = 60) -> str:
         """Rows (ts, k, v) covering the window: per element of stat.by (per_key) or per host.
@@ -911,16 +928,10 @@ class DuckDBStore(Store):
         """
         fam = stat.metric.family
         v = stat.metric.value
-        conds = []
-        for dim, values in stat.where:  # host, and the element list of pass 2
-            ph = []
-            for x in values:
-                params.append(x)
-                ph.append(f"${len(params)}")
-            conds.append((dim, f" IN ({', '.join(ph)})"))
-        k_where = "".join(f" AND {'key' if per_key and d == stat.by else d}{c}" for d, c in conds
+        conds = self._filters(stat, params)  # host, the element list of pass 2, a prefix of stat.by
+        k_where = "".join(" AND " + c.format(c="key" if per_key and d == stat.by else d) for d, c in conds
                           if per_key or d == "host")
-        raw_where = "".join(f" AND {d}{c}" for d, c in conds if per_key or d == "host")
+        raw_where = "".join(" AND " + c.format(c=d) for d, c in conds if per_key or d == "host")
         dim = stat.by if per_key else "host"
         raw_key = stat.by if per_key else "''"
         k = "key" if per_key else "''"
@@ -1084,6 +1095,37 @@ class DuckDBStore(Store):
             approximate=bool(folded) and stat.by == FAMILIES[stat.metric.family].fold_dim,
             last_index=last,
         )
+
+    def path_sums(self, stat: Statistic, window: Window, root: str, depth: int) -> list[PathSum]:
+        params: list = []
+        if self._totals_apply(stat, window, per_key_only=True):
+            src = self._totals_sql(stat, window, params, per_key=True, grain=3600)
+        else:
+            src = self._source_sql(stat, window, f"{stat.by} AS k, {self._value_expr(stat)} AS v", params)
+        params.append(root)
+        r = f"${len(params)}"
+        # one row per element first, then each element's path split below root and cut at depth
+        sql = f"""
+            SELECT CASE WHEN under THEN {r} || array_to_string(parts[1:{int(depth)}], '/') ELSE k END,
+                   under AND len(parts) > {int(depth)}, sum(v)::DOUBLE, count(*)
+            FROM (SELECT k, v, starts_with(k, {r}) AS under,
+                         CASE WHEN starts_with(k, {r}) THEN string_split(substr(k, length({r}) + 1), '/') END AS parts
+                  FROM (SELECT k, sum(v) AS v FROM ({src}) GROUP BY k HAVING sum(v) <> 0))
+            GROUP BY ALL"""
+        scale = stat.metric.scale / window.seconds
+        rows = self._qcur(stat.metric.family).execute(sql, params).fetchall()
+        return [PathSum(p, bool(cut), v * scale, int(n)) for p, cut, v, n in rows if v]
+
+    def folded(self, stat: Statistic, window: Window) -> float:
+        fd = FAMILIES[stat.metric.family].fold_dim
+        if fd is None:
+            return 0.0
+        only = replace(stat, by=None, prefixes=tuple((d, v) for d, v in stat.prefixes if d != fd),
+                       where=tuple((d, v) for d, v in stat.where if d != fd) + ((fd, (FILE_OTHER,)),))
+        params: list = []
+        src = self._source_sql(only, window, f"{self._value_expr(only)} AS v", params)
+        v = self._qcur(stat.metric.family).execute(f"SELECT sum(v)::DOUBLE FROM ({src})", params).fetchall()[0][0]
+        return float(v or 0.0) * stat.metric.scale / window.seconds
 
     def _hist_matrix(self, stat: Statistic, dim: str, window: Window) -> tuple[np.ndarray, list[int]]:
         """Per point and bucket: events of histogram `dim` (a band on the same dim narrows the buckets)."""

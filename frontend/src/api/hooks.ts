@@ -168,6 +168,27 @@ export function useMembers(stat: Statistic, view: View, req: MembersRequest | nu
   })
 }
 
+/**
+ * The directory tree of a statistic's path breakdown (file or share) over the worksheet's
+ * range; rooted where the statistic's prefix filter (`file^`) points. `shape`: levels and
+ * children per directory to read.
+ */
+export function useHierarchy(stat: Statistic, view: View, shape: { depth: number; top: number } | null) {
+  return useQuery({
+    queryKey: ['hierarchy', stat.metric, stat.by, stat.where, shape, ...viewKey(view)],
+    enabled: shape !== null && !!stat.by,
+    queryFn: async () =>
+      unwrap(
+        await api.GET('/api/v1/hierarchy', {
+          params: { query: { metric: stat.metric, by: stat.by!, where: whereParams(stat.where), ...shape!, ...apiRange(view) } },
+        }),
+      ),
+    refetchInterval: refreshMs(view),
+    placeholderData: keepPreviousData,
+    retry: 1,
+  })
+}
+
 export function useWorksheets(enabled: boolean) {
   return useQuery({
     queryKey: ['worksheets'],

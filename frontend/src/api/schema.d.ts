@@ -297,6 +297,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/hierarchy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A path dimension (file, share) over a range, folded into a directory tree */
+        get: operations["hierarchy_api_v1_hierarchy_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/ingest": {
         parameters: {
             query?: never;
@@ -1550,6 +1567,97 @@ export interface components {
              * @description Rate at each point, all buckets
              */
             total: number[];
+        };
+        /** HierarchyNode */
+        HierarchyNode: {
+            /** Children */
+            children?: components["schemas"]["HierarchyNode"][];
+            /**
+             * Elements
+             * @description Stored elements (files, shares) summed into this node
+             */
+            elements: number;
+            /**
+             * Kind
+             * @description dir: a directory; file: a path element; self: a directory's own operations; other: the siblings beyond the top ones, summed; folded: files the store folded into '(other files)'; element: a stored name that is not a path (e.g. an unresolved file handle)
+             * @enum {string}
+             */
+            kind: "dir" | "file" | "self" | "other" | "folded" | "element";
+            /**
+             * Merged
+             * @description For (other): how many siblings it sums
+             * @default 0
+             */
+            merged: number;
+            /**
+             * Name
+             * @description Last path component, or '(other)', '(other files)', '(this directory)'
+             */
+            name: string;
+            /**
+             * Path
+             * @description Full path: a directory's is the prefix that filters to it; null for (other) and (other files)
+             */
+            path: string | null;
+            /**
+             * Truncated
+             * @description A directory whose children are not listed (depth or size bound)
+             * @default false
+             */
+            truncated: boolean;
+            /**
+             * Value
+             * @description Mean rate over the range; a directory's is the sum of what lies under it
+             */
+            value: number;
+        };
+        /** HierarchyResult */
+        HierarchyResult: {
+            /**
+             * Approximate
+             * @description True when files folded into '(other files)' are in the range
+             */
+            approximate: boolean;
+            /**
+             * Depth
+             * @description Levels below the root that were read
+             */
+            depth: number;
+            /**
+             * Dim
+             * @description The path dimension folded into the tree: file or share
+             */
+            dim: string;
+            /** End */
+            end: number;
+            /**
+             * Nodes
+             * @description Nodes in the tree
+             */
+            nodes: number;
+            /** Notes */
+            notes?: string[];
+            /**
+             * Root
+             * @description The directory the tree starts at: the statistic's prefix filter on dim, or '/'
+             */
+            root: string;
+            /** Start */
+            start: number;
+            statistic: components["schemas"]["StatisticPublic"];
+            /** Tier */
+            tier: string;
+            /**
+             * Top
+             * @description Children listed per directory; the rest sum into (other)
+             */
+            top: number;
+            /**
+             * Total
+             * @description Mean rate of the whole statistic over the range (the tree's value)
+             */
+            total: number;
+            tree: components["schemas"]["HierarchyNode"];
         };
         /** HistogramPublic */
         HistogramPublic: {
@@ -3767,7 +3875,7 @@ export interface operations {
                 metric: string;
                 /** @description Dimension to break down by */
                 by?: string | null;
-                /** @description Filter dim=value[,value]; latency=lo:hi for a band */
+                /** @description Filter dim=value[,value]; latency=lo:hi for a band; file^=/dir (or share^=) for a path and all below it */
                 where?: string[] | null;
                 /** @description '-10m', '-1h', unix seconds or ISO 8601 */
                 start?: string;
@@ -4413,7 +4521,7 @@ export interface operations {
                 metric: string;
                 /** @description Dimension to break down by */
                 by?: string | null;
-                /** @description Filter dim=value[,value]; latency=lo:hi for a band */
+                /** @description Filter dim=value[,value]; latency=lo:hi for a band; file^=/dir (or share^=) for a path and all below it */
                 where?: string[] | null;
                 /** @description '-10m', '-1h', unix seconds or ISO 8601 */
                 start?: string;
@@ -4437,6 +4545,99 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HeatmapResult"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    hierarchy_api_v1_hierarchy_get: {
+        parameters: {
+            query: {
+                /** @description Levels below the root to read */
+                depth?: number;
+                /** @description Children listed per directory; the rest sum into (other) */
+                top?: number;
+                /** @description Metric name, e.g. nfs.ops */
+                metric: string;
+                /** @description Dimension to break down by */
+                by?: string | null;
+                /** @description Filter dim=value[,value]; latency=lo:hi for a band; file^=/dir (or share^=) for a path and all below it */
+                where?: string[] | null;
+                /** @description '-10m', '-1h', unix seconds or ISO 8601 */
+                start?: string;
+                /** @description 'now', relative, unix seconds or ISO 8601 */
+                end?: string;
+                /** @description Wanted points; picks tier and step */
+                points?: number;
+                /** @description Seconds per point; overrides points */
+                step?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HierarchyResult"];
                 };
             };
             /** @description A parameter is wrong (detail says which and why) */
@@ -4580,7 +4781,7 @@ export interface operations {
                 metric: string;
                 /** @description Dimension to break down by */
                 by?: string | null;
-                /** @description Filter dim=value[,value]; latency=lo:hi for a band */
+                /** @description Filter dim=value[,value]; latency=lo:hi for a band; file^=/dir (or share^=) for a path and all below it */
                 where?: string[] | null;
                 /** @description '-10m', '-1h', unix seconds or ISO 8601 */
                 start?: string;
@@ -4747,7 +4948,7 @@ export interface operations {
                 metric: string;
                 /** @description Dimension to break down by */
                 by?: string | null;
-                /** @description Filter dim=value[,value]; latency=lo:hi for a band */
+                /** @description Filter dim=value[,value]; latency=lo:hi for a band; file^=/dir (or share^=) for a path and all below it */
                 where?: string[] | null;
                 /** @description '-10m', '-1h', unix seconds or ISO 8601 */
                 start?: string;

@@ -4,7 +4,16 @@
 // use, and a theme change redraws every chart with the same option (its state is the caller's).
 import { useEffect, useRef, type CSSProperties, type MutableRefObject } from 'react'
 import * as echarts from 'echarts/core'
-import { HeatmapChart, LineChart, type HeatmapSeriesOption, type LineSeriesOption } from 'echarts/charts'
+import {
+  HeatmapChart,
+  LineChart,
+  SunburstChart,
+  TreemapChart,
+  type HeatmapSeriesOption,
+  type LineSeriesOption,
+  type SunburstSeriesOption,
+  type TreemapSeriesOption,
+} from 'echarts/charts'
 import {
   GridComponent,
   MarkAreaComponent,
@@ -19,13 +28,22 @@ import {
 import { CanvasRenderer } from 'echarts/renderers'
 import { cssVar, resolveVars, useTheme, type Theme } from '../lib/theme'
 
-echarts.use([LineChart, HeatmapChart, GridComponent, TooltipComponent, VisualMapComponent, MarkAreaComponent, MarkLineComponent, CanvasRenderer])
+echarts.use([LineChart, HeatmapChart, TreemapChart, SunburstChart, GridComponent, TooltipComponent, VisualMapComponent, MarkAreaComponent, MarkLineComponent, CanvasRenderer])
 
 export type ChartOption = echarts.ComposeOption<
-  LineSeriesOption | HeatmapSeriesOption | GridComponentOption | TooltipComponentOption | VisualMapComponentOption | MarkAreaComponentOption
+  | LineSeriesOption
+  | HeatmapSeriesOption
+  | TreemapSeriesOption
+  | SunburstSeriesOption
+  | GridComponentOption
+  | TooltipComponentOption
+  | VisualMapComponentOption
+  | MarkAreaComponentOption
 >
 export type LineSeries = LineSeriesOption
 export type HeatmapSeries = HeatmapSeriesOption
+export type TreemapSeries = TreemapSeriesOption
+export type SunburstSeries = SunburstSeriesOption
 
 /** What a chart event tells its handler, without ECharts' own types. */
 export interface ChartEvent {
@@ -34,6 +52,8 @@ export interface ChartEvent {
   seriesIndex: number | undefined
   dataIndex: number | undefined
   value: unknown
+  /** The data item's own `id`, when it has one (tree nodes of a treemap or sunburst). */
+  dataId: string | undefined
   clientX: number
   clientY: number
   shiftKey: boolean
@@ -97,6 +117,7 @@ interface RawParams {
   seriesIndex?: number
   dataIndex?: number
   value?: unknown
+  data?: unknown
   event?: { event?: MouseEvent }
 }
 
@@ -108,6 +129,7 @@ function toChartEvent(p: RawParams): ChartEvent {
     seriesIndex: p.seriesIndex,
     dataIndex: p.dataIndex,
     value: p.value,
+    dataId: typeof p.data === 'object' && p.data !== null && 'id' in p.data ? String((p.data as { id: unknown }).id) : undefined,
     clientX: ev?.clientX ?? 0,
     clientY: ev?.clientY ?? 0,
     shiftKey: ev?.shiftKey ?? false,

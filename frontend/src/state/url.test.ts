@@ -52,6 +52,16 @@ describe('worksheet URL', () => {
     expect(decodeStatistic(text).stat).toEqual(s)
   })
 
+  it('keeps a shown hierarchy and a path prefix filter', () => {
+    const s = { ...makeStatistic('nfs.ops', 'file', { 'file^': ['/export/home'] }), hierarchy: 'sunburst' as const }
+    const text = encodeStatistic(s)
+    expect(text).toBe('nfs.ops;by:file;h:sunburst;w:file%5E=%2Fexport%2Fhome')
+    expect(decodeStatistic(text)).toEqual({ stat: s, warnings: [] })
+    const bad = decodeStatistic('nfs.ops;by:file;h:pie')
+    expect(bad.stat).toEqual(makeStatistic('nfs.ops', 'file'))
+    expect(bad.warnings).toEqual(['hierarchy "pie" of nfs.ops is unknown; it is not shown'])
+  })
+
   it('keeps the statistic order and duplicates apart', () => {
     const stats = [makeStatistic('nfs.ops'), makeStatistic('disk.ops'), makeStatistic('nfs.ops')]
     const { state } = decodeWorksheet(encodeWorksheet({ ...EMPTY_WORKSHEET, statistics: stats }))

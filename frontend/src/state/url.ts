@@ -7,7 +7,8 @@
 //    &s=nfs.ops;by:client;sort:name;q:10.0.0;hl:10.0.0.7
 //
 // One `s` per statistic: the metric, then `;`-separated fields `by:`, `top:`,
-// `d:` (display) and `w:dim=v1,v2` (filters); then how its chart is shown:
+// `d:` (display), `h:` (its hierarchy shown: treemap or sunburst) and `w:dim=v1,v2`
+// (filters; `w:file^=/dir` is a path prefix); then how its chart is shown:
 // the legend's `sort:` (mean, last or name; a leading "-" for largest or Z
 // first), `q:` (its search) and `hl:` (the highlighted element), and a heat
 // map's `crop:` (0.1, 1 or 5 %). Every name and value is percent-encoded on
@@ -35,11 +36,15 @@ export const DEFAULT_RANGE: RangeId = '10m'
 export const DEFAULT_TOP = 10
 export const MAX_STATISTICS = 50
 
+export type HierarchyMode = 'treemap' | 'sunburst'
+export const HIERARCHY_MODES: readonly HierarchyMode[] = ['treemap', 'sunburst']
+
 /**
  * A statistic and how its chart shows it. The legend and the crop are kept in the link (so that
  * it shows what its sender saw) but not in a saved worksheet; absent means the default.
+ * `hierarchy`: the card also shows its breakdown's directory tree (path dimensions only).
  */
-export type Statistic = WorksheetStatistic & { display: Display; legend?: LegendView; crop?: Crop }
+export type Statistic = WorksheetStatistic & { display: Display; legend?: LegendView; crop?: Crop; hierarchy?: HierarchyMode }
 
 export interface WorksheetState {
   statistics: Statistic[]
@@ -131,6 +136,7 @@ function queryFields(s: Statistic): string[] {
   if (s.by) parts.push(`by:${enc(s.by)}`)
   if (s.top !== DEFAULT_TOP) parts.push(`top:${s.top}`)
   if (s.display !== 'area') parts.push(`d:${s.display}`)
+  if (s.hierarchy) parts.push(`h:${s.hierarchy}`)
   for (const [dim, values] of Object.entries(s.where ?? {})) {
     parts.push(`w:${enc(dim)}=${values.map(enc).join(',')}`)
   }
@@ -173,6 +179,9 @@ export function decodeStatistic(text: string): { stat: Statistic | null; warning
     } else if (name === 'd') {
       if ((DISPLAYS as readonly string[]).includes(value)) stat.display = value as Display
       else warnings.push(`display "${value}" of ${metric} is unknown; using area`)
+    } else if (name === 'h') {
+      if ((HIERARCHY_MODES as readonly string[]).includes(value)) stat.hierarchy = value as HierarchyMode
+      else warnings.push(`hierarchy "${value}" of ${metric} is unknown; it is not shown`)
     } else if (name === 'w') {
       const eq = value.indexOf('=')
       const dim = eq > 0 ? safeDecode(value.slice(0, eq)) : null

@@ -1,7 +1,10 @@
 // A statistic card drawn over time: history from /query, then live seconds from the WebSocket.
 import { useEffect, useMemo, useRef, useState } from 'react'
 import type { MetricPublic } from '../api/client'
-import { fetchSeconds, useAnnotations, useStatisticQuery } from '../api/hooks'
+import { fetchSeconds, useAnnotations, useHierarchy, useStatisticQuery } from '../api/hooks'
+import { SHAPE } from '../charts/hierarchy/model'
+import { isPathDim, rootWhere, withoutFilter } from '../charts/hierarchy/transform'
+import { HierarchyView, PrefixChips } from '../charts/hierarchy/View'
 import { useLive } from '../api/live'
 import type { LiveMessage } from '../charts/timeseries/model'
 import { DEFAULT_LEGEND, OTHER_KEY, TOTAL_KEY } from '../charts/timeseries/model'
@@ -81,6 +84,9 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
   const { family, title, unit } = info
   const newest = data?.timestamps[data.timestamps.length - 1]
   const display = stat.display === 'line' ? 'line' : 'area'
+  // A breakdown by path (file, share) can show its directory tree; a click there re-roots it with a prefix filter.
+  const paths = isPathDim(stat.by)
+  const hier = useHierarchy(stat, view, paths && stat.hierarchy ? SHAPE : null)
 
   return (
     <CardFrame
@@ -107,6 +113,17 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
               onClick={() => setMinmax(!minmax)}
             >
               {minmax ? 'hide min/max' : 'min/max'}
+            </button>
+          )}
+          {paths && (
+            <button
+              className="button small"
+              aria-pressed={!!stat.hierarchy}
+              data-testid="show-hierarchy"
+              title={`The ${stat.by} breakdown over the range as a directory tree (treemap or sunburst); click a directory to filter the chart to it`}
+              onClick={() => onChange({ ...stat, hierarchy: stat.hierarchy ? undefined : 'treemap' })}
+            >
+              {stat.hierarchy ? 'Hide hierarchy' : 'Show hierarchy'}
             </button>
           )}
           {group && (
@@ -156,6 +173,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
         )
       }
     >
+      <PrefixChips where={stat.where} onRemove={(key) => onChange({ ...stat, where: withoutFilter(stat.where, key) })} />
       {data && isEmpty(data) && <EmptyState family={family} />}
       {data && !isEmpty(data) && (
         <TimeseriesView
@@ -176,6 +194,25 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
             else open({ dim: stat.by, key: row.key, label: row.label, address: row.label !== row.element ? row.element : null, at })
           }}
         />
+      )}
+      {paths && stat.hierarchy && (
+        <>
+          {hier.error && (
+            <div className="error" role="alert" data-testid="hierarchy-error">
+              {hier.error.message}
+            </div>
+          )}
+          {hier.isPending && !hier.error && <div className="loading">Reading the directory tree…</div>}
+          {hier.data && (
+            <HierarchyView
+              result={hier.data}
+              mode={stat.hierarchy}
+              unit={unit}
+              onMode={(mode) => onChange({ ...stat, hierarchy: mode })}
+              onRoot={(path) => onChange({ ...stat, where: rootWhere(stat.where, stat.by!, path) })}
+            />
+          )}
+        </>
       )}
       {menu}
     </CardFrame>

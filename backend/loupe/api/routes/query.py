@@ -3,10 +3,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from ...catalog import HISTOGRAMS
-from ...models import BreakdownResult, HeatmapResult, MembersResult, QueryResult
+from ...catalog import FILE_OTHER, HISTOGRAMS, PATH_DIMS
+from ...hierarchy import build_tree, directory
+from ...models import BreakdownResult, HeatmapResult, HierarchyResult, MembersResult, QueryResult
 from ...names import client_addresses
-from ...query import QueryError, band_of, band_phrase, bucket_model, public, to_breakdown, to_query_result, window_for
+from ...query import (
+    QueryError, band_of, band_phrase, bucket_model, folded_beside, folded_note, public, root_of, to_breakdown,
+    to_query_result, window_for,
+)
 from ..deps import LoupeDep, RangeDep, StatisticDep, StoreDep, TopDep, WindowDep
 
 router = APIRouter(tags=["statistics"])
@@ -19,7 +23,7 @@ def query(
     minmax: Annotated[bool, Query(description="On a tier coarser than seconds, also the lowest and highest "
                                   "per-second rate of the total inside each point (read from the seconds tier)")] = False,
 ) -> QueryResult:
-    res = to_query_result(stat, store.aggregate(stat, window, top))
+    res = to_query_result(stat, store.aggregate(stat, window, top), folded_beside(stat, window, store))
     res.names = loupe.names.names(client_addresses(stat, (s.key for s in res.series)))
     if minmax and window.step > 1:
         ext = store.extremes(stat, window)
@@ -82,3 +86,30 @@ def members(
     return MembersResult(statistic=bd.statistic, dim=dim, lo=lo, hi=hi, band=band_phrase(dim, lo, hi),
                          start=bd.start, end=bd.end, total=bd.total, rows=bd.rows, other=bd.other,
                          elements=bd.elements, names=names)
+
+
+@router.get("/hierarchy", response_model=HierarchyResult,
+            summary="A path dimension (file, share) over a range, folded into a directory tree")
+def hierarchy(
+    stat: StatisticDep, loupe: LoupeDep, r: RangeDep, store: StoreDep,
+    depth: Annotated[int, Query(ge=1, le=8, description="Levels below the root to read")] = 3,
+    top: Annotated[int, Query(ge=1, le=100,
+                              description="Children listed per directory; the rest sum into (other)")] = 12,
+) -> HierarchyResult:
+    if stat.by not in PATH_DIMS:
+        raise QueryError(f"hierarchy needs 'by', a path dimension: {' or '.join(PATH_DIMS)}")
+    window = window_for(r.start, r.end, retain=loupe.retain, points=1, whole=True)
+    root = root_of(stat)
+    sums = store.path_sums(stat, window, directory(root), depth)
+    tree, nodes = build_tree(sums, root, top=top)
+    folded = folded_beside(stat, window, store)
+    notes = [folded_note(stat, folded)] if folded else []
+    shown = any(s.path == FILE_OTHER for s in sums)
+    if shown:
+        notes.append(f"Files beyond the busiest per host and period are folded into '{FILE_OTHER}', "
+                     "shown as a node of its own: they have no path.")
+    return HierarchyResult(
+        statistic=public(stat), dim=stat.by, root=root, tier=window.tier, start=window.start, end=window.end,
+        depth=depth, top=top, total=tree.value, nodes=nodes, tree=tree, approximate=bool(folded) or shown,
+        notes=notes,
+    )
