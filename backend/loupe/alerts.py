@@ -326,7 +326,12 @@ class AlertEngine:
 
     def __init__(self, store: Store, book: AlertBook) -> None:
         self.store, self.book = store, book
-        self._lock = threading.Lock()  # one evaluation at a time (the thread, and rule edits)
+        self._lock = threading.RLock()  # one evaluation at a time (the thread, and rule edits)
+
+    def editing(self) -> threading.RLock:
+        """Held across a rule's change (close its alert, then save the new rule), so the evaluation
+        thread never evaluates the old rule afresh in between and fires it again."""
+        return self._lock
 
     def rule_state(self, rule_id: str) -> RuleState | None:
         text = self.book.state(f"rule:{rule_id}")

@@ -73,8 +73,9 @@ def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep,
     old = _rule(loupe, rule_id)
     rule = _checked(body, rule_id)
     secret = old["secret"] if body.secret is None else (body.secret or None)
-    loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was changed", time.time())
-    loupe.alerts.put_rule(rule, secret, p.name, time.time())
+    with loupe.alert_engine.editing():
+        loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was changed", time.time())
+        loupe.alerts.put_rule(rule, secret, p.name, time.time())
     audit(request, "alert.update", rule.name, f"{rule.label} {rule.condition} {rule.threshold:g}")
     return _public(loupe, _rule(loupe, rule_id), p)
 
@@ -83,8 +84,9 @@ def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep,
                summary="Delete an alert rule (admin); an open alert is cleared, the log keeps its events")
 def delete_rule(rule_id: str, _: AdminDep, loupe: LoupeDep, request: Request) -> Response:
     old = _rule(loupe, rule_id)
-    loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was deleted", time.time())
-    loupe.alerts.delete_rule(rule_id)
+    with loupe.alert_engine.editing():
+        loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was deleted", time.time())
+        loupe.alerts.delete_rule(rule_id)
     audit(request, "alert.delete", old["spec"]["name"])
     return Response(status_code=204)
 
