@@ -4,7 +4,7 @@
 // fits 1280 pixels with its controls in view.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { demoInBrowser, setupProblem, until } from './server.mjs'
+import { demoInBrowser, setupProblem, signIn, until } from './server.mjs'
 
 const skip = setupProblem()
 if (skip) it(`end-to-end themes and layout (skipped: ${skip})`, { skip }, () => {})
@@ -137,6 +137,17 @@ describe('Loupe themes and layout in Chromium', { skip: skip ?? false }, () => {
     ['admin', 'admin', '/admin', ['admin-page']],
     ['client', "a client's diagnosis", '/clients?client=10.0.0.7', ['client-verdict']],
   ]
+  it('opens an alert, so that the header is as full as it gets (its count beside Alerts)', async () => {
+    const { page, server } = t
+    const { csrf_token: csrf } = await signIn(page, server)
+    const r = await page.request.post(`${server.base}/api/v1/alerts`, {
+      headers: { 'X-CSRF-Token': csrf },
+      data: { name: 'layout', metric: 'nfs.ops', condition: 'above', threshold: 1, hold_s: 1 },
+    })
+    assert.equal(r.status(), 201, await r.text())
+    await page.goto(`${server.base}/status`)
+    await until('the open alert counted in the header', async () => (await page.getByTestId('nav-alerts-open').count()) === 1, 20_000)
+  })
   for (const [name, what, path, ready] of PAGES) {
     it(`fits 1280x800 with every control in view: ${what}`, async () => {
       const { page, server } = t
@@ -162,6 +173,14 @@ describe('Loupe themes and layout in Chromium', { skip: skip ?? false }, () => {
       assert.ok(barBoxes.length >= (name === 'worksheet' ? 25 : 8), `${barBoxes.length} controls in the header and toolbar`)
       assert.deepEqual(barBoxes.filter((b) => !b.shown || b.left < 0 || b.right > 1280 || b.bottom > 800).map((b) => b.label), [], 'header or toolbar controls hidden or cut off')
       assert.deepEqual(boxes.filter((b) => b.shown && (b.left < 0 || b.right > 1280)).map((b) => b.label), [], 'controls cut off at the sides')
+      // the header stays one line: no control of it wraps its words (Sources, Sign out) or grows past it
+      const header = await page.evaluate(() => {
+        const h = document.querySelector('header.header').getBoundingClientRect()
+        return [...document.querySelectorAll('header.header :is(button, select, .user-name, .badge)')]
+          .filter((el) => { const r = el.getBoundingClientRect(); return r.height > 32 || r.top < h.top || r.bottom > h.bottom || el.scrollWidth > el.clientWidth + 1 })
+          .map((el) => el.textContent.trim() || el.tagName)
+      })
+      assert.deepEqual(header, [], 'header controls on more than one line')
       await t.shot(`layout-1280-${name}`)
       assert.deepEqual(t.consoleErrors, [])
     })
