@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import secrets
 import sqlite3
 import threading
@@ -35,7 +36,7 @@ log = logging.getLogger("loupe.alerts")
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 SETTLE = 3  # seconds behind now: agents post each second within about a second, and late ones a bit later
 CATCH_UP = 3600  # after a longer outage a rule starts afresh from its hold window
-AGENT_STALE = 15.0  # an agent silent this long is disconnected (the sources page's stale mark too)
+AGENT_STALE = 15.0  # an agent silent this long is disconnected (the sources page marks it stale)
 BACKOFF = (2, 5, 15, 60, 300, 900)  # seconds before each retry of a failed webhook post
 
 _SCHEMA = """
@@ -194,10 +195,15 @@ class AlertBook:
 
     def __init__(self, path: Path) -> None:
         self._lock = threading.RLock()
+        # webhook URLs often carry their receiver's token, and signing secrets are kept as given
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        path.chmod(0o600)
         self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
+        for side in path.parent.glob(path.name + "-*"):  # the WAL and its index hold the same rows
+            side.chmod(0o600)
         self.changed = threading.Condition()  # notified when a post is pending
 
     def close(self) -> None:

@@ -287,3 +287,13 @@ def test_pending_posts_outlive_a_restart(setup, receiver):
     b = book()
     assert Deliverer(b).run_due(float("inf")) == 1
     assert b.event(eid)["delivery"] == "delivered" and len(rx.posts) == 1
+
+
+def test_the_alert_book_is_readable_by_its_owner_only(tmp_path):
+    b = AlertBook(tmp_path / "a.sqlite")
+    try:
+        b.put_rule(rule(webhook="https://hooks.example.org/T0/SECRET"), "s3cret", "alice", NOW)
+        for f in tmp_path.glob("a.sqlite*"):
+            assert f.stat().st_mode & 0o777 == 0o600, f
+    finally:
+        b.close()

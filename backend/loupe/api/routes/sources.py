@@ -2,12 +2,13 @@ import time
 
 from fastapi import APIRouter, HTTPException, Request
 
+from ...alerts import AGENT_STALE
 from ...catalog import FAMILIES
 from ...models import AgentPublic, SourceControlRequest, SourceList, SourcePublic
 from ..deps import LoupeDep, OperatorDep, StoreDep, audit
 
 router = APIRouter(tags=["sources"])
-STALE_AFTER = 15.0
+STALE_AFTER = AGENT_STALE  # one notion of an agent gone, here and in the event log
 
 
 def _public(loupe, s: dict, now: float) -> SourcePublic:
