@@ -804,3 +804,21 @@ def test_extremes_give_each_coarse_points_lowest_and_highest_second(tmp_path):
             old.close()
     finally:
         s.close()
+
+
+def test_extremes_of_a_point_still_open_bracket_its_mean(tmp_path):
+    # 30 seconds of a minute have passed: the point's mean counts the other 30 as zeros, so must its min
+    s = DuckDBStore(tmp_path / "o.duckdb", clock=lambda: NOW + 30)
+    try:
+        s.ingest([nfs_frame(NOW + i, [("c1", "read", "/a", 100, 0, {})]) for i in range(30)], received_at=NOW + 30)
+        s.flush()
+        w = Window(NOW, NOW + 60, 10, "second")
+        lo, hi = s.extremes(stat(OPS), w)
+        mean = s.aggregate(stat(OPS), w, 1).total
+        assert all(a <= m + 1e-9 <= b + 2e-9 for a, m, b in zip(lo, mean, hi)), (lo, mean, hi)
+        assert (lo[:3], hi[:3]) == ([100.0] * 3, [100.0] * 3) and hi[3:] == [0.0] * 3
+        w = Window(NOW, NOW + 60, 60, "second")  # one point, half of it to come
+        (lo1,), (hi1,) = s.extremes(stat(OPS), w)
+        assert (lo1, hi1) == (0.0, 100.0) and lo1 <= s.aggregate(stat(OPS), w, 1).total[0] <= hi1
+    finally:
+        s.close()

@@ -1011,10 +1011,12 @@ class DuckDBStore(Store):
         for i, mn, mx, seconds in rows:
             if not 0 <= i < n:
                 continue
+            # a second without rows is a 0, as in the point's mean; so are the seconds of a point
+            # still open (its mean counts them as zeros too, so min <= mean <= max holds there as well)
             a = window.start + i * window.step
-            elapsed = max(0, min(a + window.step, window.end, now) - a)
-            lo[i] = mn * scale if seconds >= elapsed else min(0.0, mn * scale)  # a quiet second was a 0
-            hi[i] = max(mx * scale, 0.0) if seconds < elapsed else mx * scale
+            whole = min(a + window.step, window.end) - a
+            lo[i] = mn * scale if seconds >= whole else min(0.0, mn * scale)
+            hi[i] = max(mx * scale, 0.0) if seconds < whole else mx * scale
         return lo, hi
 
     def aggregate(self, stat: Statistic, window: Window, top: int) -> Aggregate:
