@@ -13,9 +13,7 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import secrets
-import sqlite3
 import threading
 import time
 import urllib.error
@@ -27,6 +25,7 @@ from zoneinfo import ZoneInfo
 
 from . import __version__
 from .catalog import metric, statistic_name
+from .privatedb import open_private
 from .query import parse_statistic
 from .store.base import Store
 from .timerange import Window
@@ -196,14 +195,7 @@ class AlertBook:
     def __init__(self, path: Path) -> None:
         self._lock = threading.RLock()
         # webhook URLs often carry their receiver's token, and signing secrets are kept as given
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-        path.chmod(0o600)
-        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
-        for side in path.parent.glob(path.name + "-*"):  # the WAL and its index hold the same rows
-            side.chmod(0o600)
+        self.db = open_private(path, _SCHEMA, "synchronous=NORMAL")
         self.changed = threading.Condition()  # notified when a post is pending
 
     def close(self) -> None:

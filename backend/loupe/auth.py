@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import secrets
-import sqlite3
 import threading
 import time
 from collections import deque
@@ -26,6 +24,8 @@ from pathlib import Path
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+
+from .privatedb import open_private
 
 log = logging.getLogger("loupe.auth")
 
@@ -172,14 +172,7 @@ class Auth:
         self.by_address = RateLimiter(*per_address)
         self.by_user = RateLimiter(*per_user)
         self._lock = threading.RLock()
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))  # hashes only, but no one else's to read
-        path.chmod(0o600)
-        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(_SCHEMA)
-        for side in path.parent.glob(path.name + "-*"):  # the WAL and its index hold the same rows
-            side.chmod(0o600)
+        self.db = open_private(path, _SCHEMA, "foreign_keys=ON")  # hashes only, but no one else's to read
         self._tokens: dict[str, TokenRecord] = {}
         self._used: dict[int, float] = {}
         self._load_tokens()

@@ -121,7 +121,7 @@ def test_test_posts_and_deleting_keeps_the_log(client, rx):
 
 
 def test_a_viewer_sees_rules_without_webhook_secrets_and_cannot_change_them(client):
-    client.post("/api/v1/alerts", json={**RULE, "webhook": "https://hooks.example.org:8443/T000/B000/XXXXSECRET"})
+    client.post("/api/v1/alerts", json={**RULE, "webhook": "https://hooks.example.org:8443/T000/B000/tokensecret"})
     assert client.post("/api/v1/users", json={"name": "vera", "role": "viewer", "password": "vera-password"}
                        ).status_code == 201
     client.post("/api/v1/auth/logout")

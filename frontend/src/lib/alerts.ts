@@ -1,5 +1,6 @@
 // Alert rules as the form edits them, and in words. Pure; tested beside.
 import type { AlertRuleBody, AlertRulePublic, EventPublic } from '../api/client'
+import { largestUnit } from './format'
 
 export const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const
 export type Day = (typeof DAYS)[number]
@@ -13,10 +14,7 @@ export interface Duration {
 
 /** The largest unit that states `seconds` exactly: 300 -> 5 min, 90 -> 90 s. */
 export function toDuration(seconds: number): Duration {
-  for (const unit of ['h', 'min'] as const) {
-    if (seconds > 0 && seconds % DURATION_SECONDS[unit] === 0) return { n: seconds / DURATION_SECONDS[unit], unit }
-  }
-  return { n: seconds, unit: 's' }
+  return largestUnit(seconds, [['h', 3600], ['min', 60], ['s', 1]])
 }
 
 export function durationSeconds(d: Duration): number {

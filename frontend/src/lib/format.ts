@@ -112,3 +112,10 @@ export function usageText(u: { store_bytes: number; disk_free_bytes: number; sto
   const when = days < 1 ? `in about ${Math.max(1, Math.round(days * 24))} hours` : `in about ${days < 10 ? days.toFixed(1) : Math.round(days).toLocaleString('en-US')} days`
   return `${base} · full ${when} (+${formatBytes(g)} a day)`
 }
+
+/** Seconds in the largest of `units` (largest first) that holds them whole, else in the last (smallest),
+ * perhaps fractional: 300 -> 5 min of {h, min, s}; 5400 -> 1.5 hours of {days, hours}. */
+export function largestUnit<U extends string>(seconds: number, units: readonly (readonly [U, number])[]): { n: number; unit: U } {
+  const [unit, size] = units.find(([, size]) => seconds > 0 && seconds % size === 0) ?? units[units.length - 1]!
+  return { n: seconds / size, unit }
+}

@@ -1,11 +1,12 @@
 // Retention and deletion, as the admin page shows and asks for them. Pure, so tested alone.
+import { largestUnit } from './format'
 
 export type Unit = 'hours' | 'days'
 export const UNIT_SECONDS: Record<Unit, number> = { hours: 3600, days: 86400 }
 
 /** Seconds as the largest whole unit: 172800 -> 2 days, 7200 -> 2 hours (whole hours always fit). */
 export function toUnits(seconds: number): { n: number; unit: Unit } {
-  return seconds % 86400 === 0 ? { n: seconds / 86400, unit: 'days' } : { n: seconds / 3600, unit: 'hours' }
+  return largestUnit(seconds, [['days', 86400], ['hours', 3600]])
 }
 
 export function describeKeep(seconds: number): string {
