@@ -162,6 +162,11 @@ class HierarchyResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+# How a chart shows its statistic (frontend/src/state/url.ts viewFields): hierarchy, legend order,
+# search and highlight, crop, min/max, an unsynced chart's own time, bucket zoom.
+CHART_VIEW_FIELDS = ("h", "sort", "q", "hl", "crop", "mm", "t")
+
+
 class WorksheetStatistic(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # JSON as typed: no false for 0, no "1" for 1
 
@@ -170,6 +175,20 @@ class WorksheetStatistic(BaseModel):
     where: dict[str, list[str]] = Field(default_factory=dict)
     top: int = Field(10, ge=1, le=100)
     display: str = Field("area", pattern=r"^(area|line|heatmap)$")
+    view: str = Field("", max_length=8192, description=(
+        "How the chart shows the statistic, in the worksheet link's syntax: `;`-separated fields "
+        f"named {', '.join(CHART_VIEW_FIELDS)}, e.g. 'sort:-last;crop:1;t:1h@1763797185'. "
+        "The UI reads the values and reports what it cannot use; empty: as by default"))
+
+    @field_validator("view")
+    @classmethod
+    def _known_view_fields(cls, v: str) -> str:
+        for part in filter(None, v.split(";")):
+            name = part.split(":", 1)[0]
+            if ":" not in part or name not in CHART_VIEW_FIELDS:
+                raise ValueError(f"view field {part[:40]!r} is not one of {', '.join(CHART_VIEW_FIELDS)} "
+                                 "written as name:value")
+        return v
 
 
 class WorksheetRange(BaseModel):

@@ -62,7 +62,7 @@ describe('Loupe themes and layout in Chromium', { skip: skip ?? false }, () => {
     assert.ok(luminance(rgb(light.background)) > 0.85, light.background)
     await until('axis labels drawn in the light chart text colour', async () => near((await axisLabelColor()) ?? [-99, 0, 0], rgb(light.chartText)))
     // state the charts keep themselves: a chart taken out of the shared crosshair
-    await page.getByTestId('unsync-chart').click()
+    await page.getByTestId('unsync-chart').first().click()
     await t.shot('theme-worksheet-light')
 
     await select.selectOption('dark')
@@ -72,7 +72,7 @@ describe('Loupe themes and layout in Chromium', { skip: skip ?? false }, () => {
     assert.notDeepEqual(rgb(dark.chartText), rgb(light.chartText))
     await until('axis labels redrawn in the dark chart text colour', async () => near((await axisLabelColor()) ?? [-99, 0, 0], rgb(dark.chartText)))
     assert.ok(luminance(await axisLabelColor()) > luminance(rgb(dark.background)) + 0.3, 'light text on the dark card')
-    assert.equal(await page.getByTestId('unsync-chart').textContent(), 'unsynced', 'the chart kept its state')
+    assert.equal(await page.getByTestId('unsync-chart').first().textContent(), 'unsynced', 'the chart kept its state')
     assert.equal(await page.getByTestId('chart-card').count(), 2)
     assert.match(await page.getByTestId('chart-card').nth(1).locator('footer').textContent(), /colour on a log scale \(brighter is more\)/)
     await t.shot('theme-worksheet-dark')
@@ -130,7 +130,7 @@ describe('Loupe themes and layout in Chromium', { skip: skip ?? false }, () => {
   })
 
   const PAGES = [
-    ['worksheet', 'worksheet with two charts', WORKSHEET, ['timeseries-chart', 'heatmap-chart']],
+    ['worksheet', 'worksheet with two charts, one on its own time', `${WORKSHEET};t:1h`, ['timeseries-chart', 'heatmap-chart', 'chart-time']],
     ['status', 'status', '/status', ['status-tiles']],
     ['sources', 'sources', '/sources', ['sources-page']],
     ['runs', 'runs', '/runs', ['runs-page']],

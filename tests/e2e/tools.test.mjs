@@ -1,7 +1,7 @@
 // The worksheet's tools, as a person uses them on the demo NAS: the time toolbar (back and
 // forward a range, forward to now, zoom, a unit per button with shift-click for one more, the
 // keyboard, an absolute range), the legend sorted, searched and an element highlighted, the
-// shared crosshair, a heat map's outliers cropped, and exports (CSV, PNG, the worksheet as JSON
+// shared crosshair (heat maps too) and a chart with its own time, a heat map's outliers cropped, and exports (CSV, PNG, the worksheet as JSON
 // and back). Each is checked against the URL and
 // what the page shows; the legend's order, search and highlight and the crop outlive a reload.
 import assert from 'node:assert/strict'
@@ -149,33 +149,109 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.deepEqual(t.consoleErrors, [])
   })
 
-  it('shows the time under the pointer on every synced chart, and not on an unsynced one', async () => {
+  it('shows the time under the pointer on every synced chart, heat maps included, and not on an unsynced one', async () => {
     const { page, server } = t
-    await page.goto(`${server.base}/?range=10m&paused=1&s=nfs.ops&s=nfs.bytes`)
+    await page.goto(`${server.base}/?range=10m&paused=1&s=nfs.ops&s=nfs.bytes&s=nfs.ops;by:latency;d:heatmap`)
     const charts = page.getByTestId('timeseries-chart')
-    await until('two charts', async () => (await charts.count()) === 2)
+    const heat = page.getByTestId('heatmap-chart')
+    await until('two charts and a heat map', async () => (await charts.count()) === 2 && (await heat.count()) === 1)
     // ECharts draws its tooltip as a div inside the chart; shown means visible
     const tip = (i) => charts.nth(i).locator('div[style*="z-index: 9999999"]')
     const tipShown = async (i) => (await tip(i).count()) > 0 && (await tip(i).first().isVisible())
-    const hover = async () => {
-      const box = await charts.nth(0).boundingBox()
-      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5)
-      await page.mouse.move(box.x + box.width * 0.55, box.y + box.height * 0.5)
+    const hover = async (el, at = 0.55) => {
+      await el.scrollIntoViewIfNeeded()
+      const box = await el.boundingBox()
+      await page.mouse.move(box.x + box.width * (at - 0.05), box.y + box.height * 0.5)
+      await page.mouse.move(box.x + box.width * at, box.y + box.height * 0.5)
     }
-    await hover()
+    // the hovered time, as the tooltip names it: "YYYY-MM-DD HH:MM:SS"
+    const tipTime = async (i) => (await tip(i).first().textContent()).slice(0, 19)
+    const crosshair = async () => Number((await heat.getAttribute('data-crosshair')) || 0)
+    await hover(charts.nth(0))
     await until('the tooltip on the hovered chart', () => tipShown(0))
     await until('the same time on the other chart', () => tipShown(1))
-    const time0 = (await tip(0).first().textContent()).slice(0, 19)
-    assert.equal((await tip(1).first().textContent()).slice(0, 19), time0)
+    const time0 = await tipTime(0)
+    assert.equal(await tipTime(1), time0)
+    // the heat map draws its pointer line at that time: the column holding it
+    await until('the heat map follows', async () => (await crosshair()) > 0)
+    const onHeat = local(await crosshair()).replace('T', ' ')
+    assert.ok(Math.abs(Date.parse(onHeat) - Date.parse(time0)) <= 10_000, `${onHeat} vs ${time0}`)
     await t.shot('synced-crosshair')
-    // unsync the second chart: hovering the first no longer shows anything on it
+    // hovering the heat map shows its time on the line charts
+    await hover(heat, 0.3)
+    await until('the line chart follows the heat map', async () => (await tipShown(0)) && (await tipTime(0)) !== time0)
+    const fromHeat = Date.parse(await tipTime(0))
+    assert.ok(fromHeat < Date.parse(time0), 'further left on the heat map is earlier')
+    // leaving the heat map takes the time off the others
     await page.mouse.move(5, 5)
+    await until('tooltips gone', async () => !(await tipShown(0)) && !(await tipShown(1)))
+    // unsync the second chart: hovering the first no longer shows anything on it
     await page.getByTestId('unsync-chart').nth(1).click()
     assert.equal(await page.getByTestId('unsync-chart').nth(1).textContent(), 'unsynced')
-    await hover()
+    await hover(charts.nth(0))
     await until('the tooltip on the hovered chart again', () => tipShown(0))
     await new Promise((r) => setTimeout(r, 500))
     assert.equal(await tipShown(1), false)
+    assert.deepEqual(t.consoleErrors, [])
+  })
+
+  it("gives an unsynced chart its own time range, kept in the link and in a saved worksheet", async () => {
+    const { page, server } = t
+    await page.goto(`${server.base}/?range=10m&s=nfs.ops&s=nfs.ops;by:latency;d:heatmap`)
+    await page.getByTestId('timeseries-chart').waitFor()
+    await page.getByTestId('heatmap-chart').waitFor()
+    const cards = page.getByTestId('chart-card')
+    const line = cards.nth(0)
+    const heatCard = cards.nth(1)
+    assert.equal(await line.getByTestId('chart-time').count(), 0, 'synced: no toolbar of its own')
+    // unsync the heat map: it gets its own toolbar, starting at the worksheet's time
+    await heatCard.getByTestId('unsync-chart').click()
+    const own = heatCard.getByTestId('chart-time')
+    await own.waitFor()
+    assert.equal(await own.getByTestId('time-shown').textContent(), '10 minutes, live')
+    await until('the link says so', async () => params().getAll('s')[1] === 'nfs.ops;by:latency;d:heatmap;t:10m')
+    // an hour of it, a range back: the heat map alone moves; the worksheet stays live on 10 minutes
+    await own.getByTestId('show-hour').click()
+    const before = Math.floor(Date.now() / 1000)
+    await own.getByTestId('time-back').click()
+    await until('its own pause in the link', async () => /;t:1h@\d+$/.test(params().getAll('s')[1]))
+    const at = Number(params().getAll('s')[1].split('@')[1])
+    assert.ok(Math.abs(at - (before - 2 - 3600)) <= 3, `${at} vs ${before - 3602}`)
+    assert.equal(params().get('paused'), null)
+    assert.equal(await page.getByTestId('time-toolbar').first().getByTestId('time-shown').textContent(), '10 minutes, live')
+    assert.match(await own.getByTestId('time-shown').textContent(), /^1 hour until /)
+    // the heat map asks for that hour: its footer names a coarser column than the live 10 minutes
+    await until('an hour in its columns', async () => /tier, (\d+)s per column/.test(await heatCard.locator('footer').textContent()))
+    const step = Number(/(\d+)s per column/.exec(await heatCard.locator('footer').textContent())[1])
+    assert.ok(step >= 2, `an hour back takes coarser columns, got ${step}s`)
+    assert.match(await line.locator('footer').textContent(), /live|waiting for live data/)
+    // the page's keys drive the worksheet's toolbar, not the chart's own
+    await page.locator('body').click({ position: { x: 5, y: 5 } })
+    await page.keyboard.press('h')
+    await until('the worksheet shows an hour', async () => params().get('range') === '1h')
+    assert.equal(params().getAll('s')[1], `nfs.ops;by:latency;d:heatmap;t:1h@${at}`)
+    await t.shot('chart-own-time')
+    // a reload shows the same
+    await page.reload()
+    await heatCard.getByTestId('chart-time').waitFor()
+    assert.match(await heatCard.getByTestId('chart-time').getByTestId('time-shown').textContent(), /^1 hour until /)
+    // saved and opened again: the chart keeps its own time
+    await page.getByTestId('save-button').click()
+    await page.getByTestId('save-name').fill('Own time')
+    await page.getByTestId('save-submit').click()
+    await until('saved', async () => params().get('ws') !== null)
+    const id = params().get('ws')
+    const saved = await (await authedFetch(`${server.base}/api/v1/worksheets/${id}`)).json()
+    assert.equal(saved.statistics[1].view, `t:1h@${at}`)
+    await page.goto(`${server.base}/`)
+    await page.getByTestId('open-button').click()
+    await page.getByTestId('saved-worksheet').filter({ hasText: 'Own time' }).first().click()
+    await until('opened with its own time', async () => params().getAll('s')[1] === `nfs.ops;by:latency;d:heatmap;t:1h@${at}`)
+    // synced again: the toolbar goes and the chart follows the worksheet
+    await page.getByTestId('chart-card').nth(1).getByTestId('unsync-chart').click()
+    await until('back on the worksheet time', async () => params().getAll('s')[1] === 'nfs.ops;by:latency;d:heatmap')
+    assert.equal(await page.getByTestId('chart-time').count(), 0)
+    await authedFetch(`${server.base}/api/v1/worksheets/${id}`, { method: 'DELETE' })
     assert.deepEqual(t.consoleErrors, [])
   })
 
@@ -204,6 +280,12 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
       return text.includes('max second') && text.includes('min second')
     })
     await t.shot('minmax')
+    // kept in the link: a reload (or whoever gets the link) sees the lines too
+    assert.equal(params().get('s'), 'nfs.ops;mm:1')
+    await page.reload()
+    await until('min/max shown after a reload', async () => (await page.getByTestId('minmax-toggle').getAttribute('aria-pressed')) === 'true')
+    await page.getByTestId('minmax-toggle').click()
+    await until('and off again', async () => params().get('s') === 'nfs.ops')
     assert.deepEqual(t.consoleErrors, [])
   })
 
@@ -253,7 +335,7 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
   it('exports a chart as CSV and PNG, and the worksheet as JSON that imports back', async () => {
     const { page, server } = t
     const at = Math.floor(Date.now() / 1000) - 30
-    await page.goto(`${server.base}/?range=10m&paused=1&at=${at}&s=nfs.ops;by:client&s=nfs.ops;by:latency;d:heatmap`)
+    await page.goto(`${server.base}/?range=10m&paused=1&at=${at}&s=nfs.ops;by:client;sort:name&s=nfs.ops;by:latency;d:heatmap;crop:1;t:1h`)
     await page.getByTestId('timeseries-chart').waitFor()
     await page.getByTestId('heatmap-chart').waitFor()
     const save = async (button) => {
@@ -283,12 +365,15 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.equal(file.name, 'untitled-worksheet.json')
     const doc = JSON.parse(file.body.toString())
     assert.equal(doc.format, 'loupe-worksheet')
-    assert.deepEqual(doc.statistics.map((s) => [s.metric, s.by, s.display]), [['nfs.ops', 'client', 'area'], ['nfs.ops', 'latency', 'heatmap']])
+    assert.deepEqual(doc.statistics.map((s) => [s.metric, s.by, s.display, s.view]), [['nfs.ops', 'client', 'area', 'sort:name'], ['nfs.ops', 'latency', 'heatmap', 'crop:1;t:1h']])
     await page.goto(`${server.base}/`)
     await page.getByTestId('worksheet-empty').waitFor()
     await page.getByTestId('import-file').setInputFiles({ name: 'w.json', mimeType: 'application/json', buffer: file.body })
     await until('the imported charts', async () => (await page.getByTestId('chart-card').count()) === 2)
-    assert.deepEqual(new URL(page.url()).searchParams.getAll('s'), ['nfs.ops;by:client', 'nfs.ops;by:latency;d:heatmap'])
+    // how each chart was shown comes back too: the legend's order, the crop, the heat map's own time
+    assert.deepEqual(new URL(page.url()).searchParams.getAll('s'), ['nfs.ops;by:client;sort:name', 'nfs.ops;by:latency;d:heatmap;crop:1;t:1h'])
+    assert.equal(await page.getByTestId('crop-outliers').getAttribute('data-crop'), '1')
+    assert.equal(await page.getByTestId('chart-time').getByTestId('time-shown').textContent(), '1 hour, live')
     await page.getByTestId('import-file').setInputFiles({ name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from('nope') })
     assert.equal(await page.getByTestId('import-error').textContent(), 'Cannot import bad.json: the file is not JSON')
     assert.equal(await page.getByTestId('chart-card').count(), 2) // nothing lost

@@ -27,6 +27,7 @@ import {
 } from 'echarts/components'
 import { CanvasRenderer } from 'echarts/renderers'
 import { cssVar, resolveVars, useTheme, type Theme } from '../lib/theme'
+import { columnAt } from './crosshair'
 
 echarts.use([LineChart, HeatmapChart, TreemapChart, SunburstChart, GridComponent, TooltipComponent, VisualMapComponent, MarkAreaComponent, MarkLineComponent, CanvasRenderer])
 
@@ -68,13 +69,60 @@ interface Props {
   className?: string
   testId?: string
   ariaLabel?: string
-  /** Charts of one group share their crosshair and tooltip (ECharts' connect); none: on its own. */
+  /**
+   * Charts of one group share their crosshair: hovering one shows the same time on the others
+   * (their tooltip, or a heat map's pointer line). None: on its own.
+   */
   group?: string | null
+  /** For a category time axis (a heat map's columns): the unix second each column starts at. */
+  times?: number[]
   /** Filled with a function that draws the chart as a PNG data: URL (for "save as PNG"). */
   exporter?: MutableRefObject<(() => string) | null>
 }
 
-const connected = new Set<string>()
+/** A chart in a crosshair group, as the group's other charts reach it. */
+interface Member {
+  chart: echarts.ECharts
+  el: HTMLDivElement
+  times: () => number[] | undefined
+}
+const groups = new Map<string, Set<Member>>()
+
+/** The x pixel of unix second `ts` on a member's axis, or null when it is outside. */
+function pixelOf(m: Member, ts: number): number | null {
+  const times = m.times()
+  const value = times ? columnAt(times, ts) : ts * 1000
+  if (value === null) return null
+  const x = m.chart.convertToPixel({ xAxisIndex: 0 }, value)
+  return typeof x === 'number' && Number.isFinite(x) ? x : null
+}
+
+/** The unix second under pixel (x, y) of a member, or null when the pointer is off its plot. */
+function timeAt(m: Member, x: number, y: number): number | null {
+  if (!m.chart.containPixel('grid', [x, y])) return null
+  const v = m.chart.convertFromPixel({ xAxisIndex: 0 }, x)
+  if (typeof v !== 'number' || !Number.isFinite(v)) return null
+  const times = m.times()
+  return times ? (times[Math.round(v)] ?? null) : Math.round(v / 1000)
+}
+
+/** Show unix second `ts` (null: nothing) on every member of `group` but `from`. */
+function showTime(group: string, from: Member, ts: number | null) {
+  for (const m of groups.get(group) ?? []) {
+    if (m === from) continue
+    const x = ts === null ? null : pixelOf(m, ts)
+    m.el.dataset.crosshair = x === null ? '' : String(ts)
+    if (x === null) {
+      m.chart.dispatchAction({ type: 'hideTip' })
+      m.chart.dispatchAction({ type: 'updateAxisPointer', currTrigger: 'leave' })
+    } else if (m.times()) {
+      // a heat map's tooltip is a cell's: draw only its pointer line
+      m.chart.dispatchAction({ type: 'updateAxisPointer', currTrigger: 'mousemove', x, y: m.chart.getHeight() / 2 })
+    } else {
+      m.chart.dispatchAction({ type: 'showTip', x, y: m.chart.getHeight() / 2 })
+    }
+  }
+}
 
 // Resolved custom properties of the theme they were read in (reading computed style is not free
 // and a chart redraws every second).
@@ -138,7 +186,7 @@ function toChartEvent(p: RawParams): ChartEvent {
 
 const EVENT_NAMES: ChartEventName[] = ['click', 'mousedown', 'mouseup', 'mouseover']
 
-export function EChart({ option, onEvents, style, className, testId, ariaLabel, group, exporter }: Props) {
+export function EChart({ option, onEvents, style, className, testId, ariaLabel, group, times, exporter }: Props) {
   const el = useRef<HTMLDivElement>(null)
   const chart = useRef<echarts.ECharts | null>(null)
   const shown = useRef<ChartOption | null>(null)
@@ -146,6 +194,8 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
   handlers.current = onEvents
   const theme = useTheme()
   const drawnTheme = useRef(theme)
+  const shownTimes = useRef(times)
+  shownTimes.current = times
 
   useEffect(() => {
     const div = el.current
@@ -183,11 +233,21 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
 
   useEffect(() => {
     const c = chart.current
-    if (!c) return
-    c.group = group ?? ''
-    if (group && !connected.has(group)) {
-      echarts.connect(group)
-      connected.add(group)
+    const div = el.current
+    if (!c || !div || !group) return
+    const me: Member = { chart: c, el: div, times: () => shownTimes.current }
+    const members = groups.get(group) ?? new Set<Member>()
+    groups.set(group, members.add(me))
+    const zr = c.getZr()
+    const move = (e: { offsetX: number; offsetY: number }) => showTime(group, me, timeAt(me, e.offsetX, e.offsetY))
+    const out = () => showTime(group, me, null)
+    zr.on('mousemove', move)
+    zr.on('globalout', out)
+    return () => {
+      zr.off('mousemove', move)
+      zr.off('globalout', out)
+      members.delete(me)
+      if (!members.size) groups.delete(group)
     }
   }, [group])
 

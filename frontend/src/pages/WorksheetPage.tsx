@@ -186,12 +186,13 @@ export function WorksheetPage() {
             stat: s,
             view: ws,
             metric: metricOf(s.metric),
-            onOpen: (next: Statistic) => insertAfter(i, next),
+            // a chart drilled from an unsynced one shows the same time
+            onOpen: (next: Statistic) => insertAfter(i, s.time ? { ...next, time: s.time } : next),
             onChange: (next: Statistic) => replaceAt(i, next),
             onRemove: ro ? undefined : () => removeAt(i),
           }
           return s.display === 'heatmap' ? (
-            <HeatmapCard key={keys[i]} {...props} />
+            <HeatmapCard key={keys[i]} {...props} group="worksheet" />
           ) : (
             <TimeseriesCard key={keys[i]} {...props} group="worksheet" />
           )

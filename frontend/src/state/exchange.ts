@@ -40,7 +40,9 @@ export function readWorksheetFile(text: string): { state: WorksheetState; warnin
     const top = Number.isInteger(s.top) && (s.top as number) >= 1 && (s.top as number) <= 100 ? (s.top as number) : undefined
     if (s.top !== undefined && top === undefined) warnings.push(`top of ${s.metric} is not a whole number 1..100; using 10`)
     const display = typeof s.display === 'string' && (DISPLAYS as readonly string[]).includes(s.display) ? s.display : 'area'
-    statistics.push({ metric: s.metric, by: (s.by as string | null) ?? null, where: where as Record<string, string[]>, top, display })
+    const view = typeof s.view === 'string' ? s.view.slice(0, 8192) : ''
+    if (s.view !== undefined && typeof s.view !== 'string') warnings.push(`how ${s.metric} was shown ("view") is not text; showing it as by default`)
+    statistics.push({ metric: s.metric, by: (s.by as string | null) ?? null, where: where as Record<string, string[]>, top, display, view })
   }
   const range = isObj(doc.range) ? { start: typeof doc.range.start === 'string' ? doc.range.start : undefined } : undefined
   const saved = fromSaved({ id: '', name, range, statistics: statistics as Parameters<typeof fromSaved>[0]['statistics'] })

@@ -55,8 +55,10 @@ describe('worksheet URL', () => {
   it('keeps a shown hierarchy and a path prefix filter', () => {
     const s = { ...makeStatistic('nfs.ops', 'file', { 'file^': ['/export/home'] }), hierarchy: 'sunburst' as const }
     const text = encodeStatistic(s)
-    expect(text).toBe('nfs.ops;by:file;h:sunburst;w:file%5E=%2Fexport%2Fhome')
+    expect(text).toBe('nfs.ops;by:file;w:file%5E=%2Fexport%2Fhome;h:sunburst')
     expect(decodeStatistic(text)).toEqual({ stat: s, warnings: [] })
+    // links that put it before the filters read the same
+    expect(decodeStatistic('nfs.ops;by:file;h:sunburst;w:file%5E=%2Fexport%2Fhome')).toEqual({ stat: s, warnings: [] })
     const bad = decodeStatistic('nfs.ops;by:file;h:pie')
     expect(bad.stat).toEqual(makeStatistic('nfs.ops', 'file'))
     expect(bad.warnings).toEqual(['hierarchy "pie" of nfs.ops is unknown; it is not shown'])
@@ -138,6 +140,43 @@ describe('worksheet URL', () => {
       'legend search "%E0%A4%A" of nfs.ops cannot be read; it was left out',
       'crop "2" of nfs.ops is not one of 0.1, 1, 5 (%); not cropping',
     ])
+  })
+
+  it("keeps min/max and an unsynced chart's own time, live or paused", () => {
+    const live = { ...makeStatistic('nfs.ops', 'client'), minmax: true, time: { range: '1h', paused: false, at: null } }
+    const frozen = { ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), time: { range: '2d', paused: true, at: 1763797185 } }
+    expect(encodeStatistic(live)).toBe('nfs.ops;by:client;mm:1;t:1h')
+    expect(encodeStatistic(frozen)).toBe('nfs.ops;by:latency;d:heatmap;t:2d@1763797185')
+    const ws = { ...sheet, statistics: [live, frozen] }
+    expect(decodeWorksheet(encodeWorksheet(ws))).toEqual({ state: ws, warnings: [] })
+    // its own time is how it is shown, not which chart it is
+    expect(statisticKeys([live, frozen])).toEqual(['nfs.ops;by:client', 'nfs.ops;by:latency;d:heatmap'])
+    const bad = decodeStatistic('nfs.ops;mm:yes;t:3y;t:1h@-5;t:1h@soon')
+    expect(bad.stat).toEqual(makeStatistic('nfs.ops'))
+    expect(bad.warnings).toEqual([
+      'min/max "yes" of nfs.ops is not 1 or 0; not shown',
+      'chart time "3y" of nfs.ops is not a span like 10m or 1h@<unix seconds>; it follows the worksheet',
+      'chart time "1h@-5" of nfs.ops is not a span like 10m or 1h@<unix seconds>; it follows the worksheet',
+      'chart time "1h@soon" of nfs.ops is not a span like 10m or 1h@<unix seconds>; it follows the worksheet',
+    ])
+  })
+
+  it('saves how each chart is shown with the worksheet, and reads it back with the same checks', () => {
+    const stats = [
+      { ...makeStatistic('nfs.ops', 'client'), legend: { sort: 'name' as const, desc: false, search: 'a;b', highlight: '10.0.0.7' }, minmax: true },
+      { ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 5 as const, time: { range: '1h', paused: true, at: 1763797185 } },
+      { ...makeStatistic('nfs.ops', 'file'), hierarchy: 'treemap' as const },
+      makeStatistic('disk.ops'),
+    ]
+    const body = toWorksheetBody({ ...sheet, statistics: stats }, 'Morning')
+    expect(body.statistics.map((s) => s.view)).toEqual(['sort:name;q:a%3Bb;hl:10.0.0.7;mm:1', 'crop:5;t:1h@1763797185', 'h:treemap', ''])
+    const back = fromSaved({ id: 'w1', ...body })
+    expect(back.warnings).toEqual([])
+    expect(back.state.statistics).toEqual(stats)
+    // a saved view names only how it is shown: what it charts stays the saved statistic's
+    const odd = fromSaved({ id: 'w2', name: 'Odd', statistics: [{ metric: 'nfs.ops', by: 'client', where: {}, top: 10, display: 'area', view: 'crop:7;by:file' }] })
+    expect(odd.state.statistics).toEqual([makeStatistic('nfs.ops', 'client')])
+    expect(odd.warnings).toEqual(['crop "7" of nfs.ops is not one of 0.1, 1, 5 (%); not cropping'])
   })
 
   it('decodes an empty query to the empty worksheet', () => {

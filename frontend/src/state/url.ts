@@ -10,9 +10,11 @@
 // `d:` (display), `h:` (its hierarchy shown: treemap or sunburst) and `w:dim=v1,v2`
 // (filters; `w:file^=/dir` is a path prefix); then how its chart is shown:
 // the legend's `sort:` (mean, last or name; a leading "-" for largest or Z
-// first), `q:` (its search) and `hl:` (the highlighted element), and a heat
-// map's `crop:` (0.1, 1 or 5 %). Every name and value is percent-encoded on
-// its own, so file names with `;`, `,` or `=` survive.
+// first), `q:` (its search) and `hl:` (the highlighted element), a heat
+// map's `crop:` (0.1, 1 or 5 %), `mm:1` (min/max shown) and `t:` (a chart
+// unsynced from the worksheet's time: its own span, live, or `t:1h@1763797185`
+// paused at that end). Every name and value is percent-encoded on its own, so
+// file names with `;`, `,` or `=` survive.
 // Decoding never throws: what cannot be read falls back to a default and is
 // reported in `warnings`.
 import type { WorksheetStatistic } from '../api/client'
@@ -39,19 +41,28 @@ export const MAX_STATISTICS = 50
 export type HierarchyMode = 'treemap' | 'sunburst'
 export const HIERARCHY_MODES: readonly HierarchyMode[] = ['treemap', 'sunburst']
 
-/**
- * A statistic and how its chart shows it. The legend and the crop are kept in the link (so that
- * it shows what its sender saw) but not in a saved worksheet; absent means the default.
- * `hierarchy`: the card also shows its breakdown's directory tree (path dimensions only).
- */
-export type Statistic = WorksheetStatistic & { display: Display; legend?: LegendView; crop?: Crop; hierarchy?: HierarchyMode }
+/** A span that ends now while live, or at `at` while paused (the worksheet's, or an unsynced chart's own). */
+export type TimeView = { range: RangeId; paused: boolean; at: number | null }
 
-export interface WorksheetState {
+/**
+ * A statistic and how its chart shows it, all kept in the link (so that it shows what its sender
+ * saw) and in a saved worksheet (as `view`, in the link's syntax); absent means the default.
+ * `hierarchy`: the card also shows its breakdown's directory tree (path dimensions only).
+ * `minmax`: dashed lines for each point's busiest and quietest second.
+ * `time`: the chart is unsynced from the worksheet's time axis and shows this range instead.
+ */
+export type Statistic = Omit<WorksheetStatistic, 'view'> & {
+  display: Display
+  legend?: LegendView
+  crop?: Crop
+  hierarchy?: HierarchyMode
+  minmax?: boolean
+  time?: TimeView
+}
+
+export interface WorksheetState extends TimeView {
   statistics: Statistic[]
-  range: RangeId
   /** Paused worksheets stop live updates; `at` is the end of the frozen range (unix seconds). */
-  paused: boolean
-  at: number | null
   /** The saved worksheet this view came from, if any. */
   id: string | null
   name: string | null
@@ -90,7 +101,7 @@ export function pauseTime(nowMs: number): number {
 }
 
 /** The API range of a worksheet: start=-10m&end=-2s while live, or fixed unix seconds when paused. */
-export function apiRange(ws: Pick<WorksheetState, 'range' | 'paused' | 'at'>): { start: string; end: string } {
+export function apiRange(ws: TimeView): { start: string; end: string } {
   if (ws.paused && ws.at !== null) {
     return { start: String(ws.at - rangeSeconds(ws.range)), end: String(ws.at) }
   }
@@ -136,7 +147,6 @@ function queryFields(s: Statistic): string[] {
   if (s.by) parts.push(`by:${enc(s.by)}`)
   if (s.top !== DEFAULT_TOP) parts.push(`top:${s.top}`)
   if (s.display !== 'area') parts.push(`d:${s.display}`)
-  if (s.hierarchy) parts.push(`h:${s.hierarchy}`)
   for (const [dim, values] of Object.entries(s.where ?? {})) {
     parts.push(`w:${enc(dim)}=${values.map(enc).join(',')}`)
   }
@@ -146,12 +156,29 @@ function queryFields(s: Statistic): string[] {
 /** The fields that say how its chart shows it, each left out when it is the default. */
 function viewFields(s: Statistic): string[] {
   const parts: string[] = []
+  if (s.hierarchy) parts.push(`h:${s.hierarchy}`)
   const l = s.legend
   if (l && (l.sort !== DEFAULT_LEGEND.sort || l.desc !== DEFAULT_LEGEND.desc)) parts.push(`sort:${l.desc ? '-' : ''}${l.sort}`)
   if (l?.search) parts.push(`q:${enc(l.search)}`)
   if (l?.highlight != null) parts.push(`hl:${enc(l.highlight)}`)
   if (s.crop) parts.push(`crop:${s.crop}`)
+  if (s.minmax) parts.push('mm:1')
+  if (s.time) parts.push(`t:${s.time.range}${s.time.paused && s.time.at !== null ? `@${s.time.at}` : ''}`)
   return parts
+}
+
+/** How a chart shows its statistic, in the link's syntax: a saved worksheet keeps it as `view`. */
+export function chartView(s: Statistic): string {
+  return viewFields(s).join(';')
+}
+
+/** An unsynced chart's own time from `t:` (`10m`, or `1h@1763797185` paused at that end), or null. */
+export function parseOwnTime(value: string): TimeView | null {
+  const m = /^([^@]+)(?:@(\d+))?$/.exec(value)
+  if (!m || !isRangeId(m[1]!)) return null
+  const at = m[2] !== undefined ? Number(m[2]) : null
+  if (at !== null && !(Number.isSafeInteger(at) && at > 0)) return null
+  return { range: m[1]!, paused: at !== null, at }
 }
 
 export function encodeStatistic(s: Statistic): string {
@@ -200,6 +227,13 @@ export function decodeStatistic(text: string): { stat: Statistic | null; warning
       if (text === null) warnings.push(`legend ${name === 'q' ? 'search' : 'highlight'} "${value}" of ${metric} cannot be read; it was left out`)
       else if (name === 'q') legend.search = text
       else legend.highlight = text
+    } else if (name === 'mm') {
+      if (value === '1') stat.minmax = true
+      else if (value !== '0') warnings.push(`min/max "${value}" of ${metric} is not 1 or 0; not shown`)
+    } else if (name === 't') {
+      const time = parseOwnTime(value)
+      if (time) stat.time = time
+      else warnings.push(`chart time "${value}" of ${metric} is not a span like 10m or 1h@<unix seconds>; it follows the worksheet`)
     } else if (name === 'crop') {
       const pct = CROPS.find((c) => c > 0 && String(c) === value)
       if (pct) stat.crop = pct
@@ -298,7 +332,7 @@ export function toWorksheetBody(ws: WorksheetState, name: string) {
   return {
     name,
     range: { start: `-${ws.range}`, end: 'now' },
-    statistics: ws.statistics.map((s) => ({ metric: s.metric, by: s.by ?? null, where: s.where ?? {}, top: s.top, display: s.display })),
+    statistics: ws.statistics.map((s) => ({ metric: s.metric, by: s.by ?? null, where: s.where ?? {}, top: s.top, display: s.display, view: chartView(s) })),
   }
 }
 
@@ -317,7 +351,13 @@ export function fromSaved(saved: {
   else warnings.push(`saved range "${start}" is not a span like -10m or -2d; showing ${DEFAULT_RANGE}`)
   const statistics = (saved.statistics ?? []).map((s) => {
     const display = (DISPLAYS as readonly string[]).includes(s.display) ? (s.display as Display) : 'area'
-    return makeStatistic(s.metric, s.by ?? null, s.where ?? {}, display, s.top ?? DEFAULT_TOP)
+    const stat = makeStatistic(s.metric, s.by ?? null, s.where ?? {}, display, s.top ?? DEFAULT_TOP)
+    if (!s.view) return stat
+    // how the chart was shown: the link's fields, read with the link's decoder (and its warnings)
+    const shown = decodeStatistic(`${enc(s.metric)};${s.view}`)
+    warnings.push(...shown.warnings)
+    const { metric: _m, by: _b, where: _w, top: _t, display: _d, ...view } = shown.stat ?? stat
+    return { ...stat, ...view }
   })
   return { state: { ...EMPTY_WORKSHEET, statistics, range, id: saved.id, name: saved.name }, warnings }
 }

@@ -12,11 +12,14 @@ import { elementLabel, HEAT_HINT, middleEllipsis } from '../charts/palette'
 import { addressOf, elementHover, elementName } from '../lib/names'
 import { useTheme } from '../lib/theme'
 import { CardFrame, useCardInfo } from './CardFrame'
+import { useChartTime } from './ChartTime'
 import type { CardProps } from './TimeseriesCard'
 import { ExportButtons } from './ExportButtons'
 import { useDrill } from './useDrill'
 
-export function HeatmapCard({ stat, view, metric, onOpen, onChange, onRemove }: Omit<CardProps, 'group'>) {
+export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, onRemove, group }: CardProps) {
+  const time = useChartTime(stat, worksheet, onChange)
+  const { view, synced } = time
   const q = useHeatmap(stat, view)
   const annotations = useAnnotations(view)
   const dim = stat.by ?? 'latency'
@@ -99,6 +102,7 @@ export function HeatmapCard({ stat, view, metric, onOpen, onChange, onRemove }: 
           >
             {crop ? `cropped ${crop} %` : 'crop outliers'}
           </button>
+          {group && time.button}
         </>
       }
       footer={
@@ -122,11 +126,13 @@ export function HeatmapCard({ stat, view, metric, onOpen, onChange, onRemove }: 
         )
       }
     >
+      {time.toolbar}
       {q.data && q.data.cells.length === 0 && <EmptyState family={family} />}
       {q.data && q.data.cells.length > 0 && (
         <HeatmapView
           result={cropped?.result ?? q.data}
           exporter={png}
+          group={group && synced ? group : null}
           valueUnit={valueUnit}
           rateUnit={unit}
           selection={band}

@@ -7,9 +7,8 @@ import { Popover } from '../components/Popover'
 import { DateTimeInput } from '../components/DateTimeInput'
 import { formatDateTime, localToUnix, unixToLocalInput } from '../lib/format'
 import { absolute, back, forward, parseSpan, showUnits, spanLabel, toNow, UNITS, zoom } from '../state/time'
-import { pauseTime, type WorksheetState } from '../state/url'
+import { pauseTime, type TimeView } from '../state/url'
 
-type TimeView = Pick<WorksheetState, 'range' | 'paused' | 'at'>
 type Props = { view: TimeView; onChange: (v: TimeView) => void }
 
 const nowS = () => Math.floor(Date.now() / 1000)
@@ -52,13 +51,15 @@ function RangePicker({ view, onChange, onClose }: Props & { onClose: () => void 
   )
 }
 
-export function TimeToolbar({ view, onChange }: Props) {
+/** `keys`: the page's keyboard shortcuts drive this toolbar (the worksheet's; not a chart's own). */
+export function TimeToolbar({ view, onChange, keys = true }: Props & { keys?: boolean }) {
   const [picking, setPicking] = useState(false)
   const span = parseSpan(view.range) ?? 600
   const pause = () => onChange(view.paused ? toNow(view) : { ...view, paused: true, at: pauseTime(Date.now()) })
   const unit = (seconds: number, e: { shiftKey: boolean }) => onChange(showUnits(view, seconds, e.shiftKey))
 
   useEffect(() => {
+    if (!keys) return
     function onKey(e: KeyboardEvent) {
       const t = e.target as HTMLElement | null
       // not while typing or pressing a control, and not a key something else on the page already took
@@ -85,34 +86,35 @@ export function TimeToolbar({ view, onChange }: Props) {
   })
 
   const live = !view.paused
+  const k = (key: string) => (keys ? ` (${key})` : '')
   return (
     <div className="toolbar-group" data-testid="time-toolbar">
       <div className="segmented" role="group" aria-label="Move in time">
-        <button aria-label="Back one range (←)" title="Back one range (←)" data-testid="time-back" onClick={() => onChange(back(view, nowS()))}>
+        <button aria-label={`Back one range${k('←')}`} title={`Back one range${k('←')}`} data-testid="time-back" onClick={() => onChange(back(view, nowS()))}>
           ◀
         </button>
         <button
           className={view.paused ? 'active' : ''}
           aria-pressed={view.paused}
-          aria-label={view.paused ? 'Resume live updates (space)' : 'Pause (space)'}
-          title={view.paused ? 'Resume live updates (space)' : 'Pause: stop live updates and keep this range (space)'}
+          aria-label={view.paused ? `Resume live updates${k('space')}` : `Pause${k('space')}`}
+          title={view.paused ? `Resume live updates${k('space')}` : `Pause: stop live updates and keep this range${k('space')}`}
           data-testid="pause-button"
           onClick={pause}
         >
           ❚❚
         </button>
-        <button aria-label="Forward one range (→)" title="Forward one range (→)" data-testid="time-forward" disabled={live} onClick={() => onChange(forward(view, nowS()))}>
+        <button aria-label={`Forward one range${k('→')}`} title={`Forward one range${k('→')}`} data-testid="time-forward" disabled={live} onClick={() => onChange(forward(view, nowS()))}>
           ▶
         </button>
-        <button aria-label="Forward to now (End)" title="Forward to now, live (End)" data-testid="time-now" disabled={live} onClick={() => onChange(toNow(view))}>
+        <button aria-label={`Forward to now${k('End')}`} title={`Forward to now, live${k('End')}`} data-testid="time-now" disabled={live} onClick={() => onChange(toNow(view))}>
           Now
         </button>
       </div>
       <div className="segmented" role="group" aria-label="Zoom">
-        <button aria-label="Zoom in: half the range (+)" title="Zoom in: half the range (+)" data-testid="zoom-in" onClick={() => onChange(zoom(view, 0.5))}>
+        <button aria-label={`Zoom in: half the range${k('+')}`} title={`Zoom in: half the range${k('+')}`} data-testid="zoom-in" onClick={() => onChange(zoom(view, 0.5))}>
           +
         </button>
-        <button aria-label="Zoom out: twice the range (−)" title="Zoom out: twice the range (−)" data-testid="zoom-out" onClick={() => onChange(zoom(view, 2))}>
+        <button aria-label={`Zoom out: twice the range${k('−')}`} title={`Zoom out: twice the range${k('−')}`} data-testid="zoom-out" onClick={() => onChange(zoom(view, 2))}>
           −
         </button>
       </div>
@@ -123,7 +125,7 @@ export function TimeToolbar({ view, onChange }: Props) {
             <button
               key={u.id}
               className={n >= 1 && (n === 1 || !UNITS.some((x) => x.seconds > u.seconds && span % x.seconds === 0)) ? 'active' : ''}
-              title={`Show a ${u.id} (${u.key}); shift-click for one more`}
+              title={`Show a ${u.id}${k(u.key)}; shift-click for one more`}
               data-testid={`show-${u.id}`}
               onClick={(e: MouseEvent) => unit(u.seconds, e)}
             >

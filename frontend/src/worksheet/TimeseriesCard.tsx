@@ -15,14 +15,16 @@ import { can } from '../auth/roles'
 import { useMe } from '../auth/session'
 import { openAlertFor } from '../pages/AlertsPage'
 import { formatClock } from '../lib/format'
-import { rangeSeconds, type Statistic, type WorksheetState } from '../state/url'
+import { rangeSeconds, type Statistic, type TimeView } from '../state/url'
 import { ApproximateBadge, CardFrame, useCardInfo } from './CardFrame'
+import { useChartTime } from './ChartTime'
 import { ExportButtons } from './ExportButtons'
 import { useDrill } from './useDrill'
 
 export interface CardProps {
   stat: Statistic
-  view: Pick<WorksheetState, 'range' | 'paused' | 'at'>
+  /** The worksheet's time; an unsynced chart shows its own (`stat.time`) instead. */
+  view: TimeView
   metric: MetricPublic | undefined
   onOpen: (s: Statistic) => void
   onChange: (s: Statistic) => void
@@ -32,11 +34,12 @@ export interface CardProps {
   group?: string
 }
 
-export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove, group }: CardProps) {
-  const [synced, setSynced] = useState(true)
+export function TimeseriesCard({ stat, view: worksheet, metric, onOpen, onChange, onRemove, group }: CardProps) {
+  const time = useChartTime(stat, worksheet, onChange)
+  const { view, synced } = time
   const me = useMe()
   const png = useRef<(() => string) | null>(null)
-  const [minmax, setMinmax] = useState(false)
+  const minmax = !!stat.minmax
   const q = useStatisticQuery(stat, view, minmax)
   const extremes = useMemo(() => (minmax && q.data ? minMaxOf(q.data) : null), [minmax, q.data])
   // min/max is offered once points are coarser than a second (a minute's mean hides its bursts)
@@ -110,7 +113,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
               aria-pressed={minmax}
               data-testid="minmax-toggle"
               title="Show the busiest and the quietest second inside each point, as dashed lines"
-              onClick={() => setMinmax(!minmax)}
+              onClick={() => onChange({ ...stat, minmax: !minmax || undefined })}
             >
               {minmax ? 'hide min/max' : 'min/max'}
             </button>
@@ -126,17 +129,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
               {stat.hierarchy ? 'Hide hierarchy' : 'Show hierarchy'}
             </button>
           )}
-          {group && (
-            <button
-              className={`button small ${synced ? '' : 'button-warn'}`}
-              aria-pressed={!synced}
-              data-testid="unsync-chart"
-              title={synced ? 'Hovering this chart shows the time on all synced charts: click to keep it on its own' : 'On its own: click to share the crosshair again'}
-              onClick={() => setSynced(!synced)}
-            >
-              {synced ? 'synced' : 'unsynced'}
-            </button>
-          )}
+          {group && time.button}
           <div className="segmented small" role="group" aria-label="Graph style">
             {(['area', 'line'] as const).map((d) => (
               <button
@@ -173,6 +166,7 @@ export function TimeseriesCard({ stat, view, metric, onOpen, onChange, onRemove,
         )
       }
     >
+      {time.toolbar}
       <PrefixChips where={stat.where} onRemove={(key) => onChange({ ...stat, where: withoutFilter(stat.where, key) })} />
       {data && isEmpty(data) && <EmptyState family={family} />}
       {data && !isEmpty(data) && (

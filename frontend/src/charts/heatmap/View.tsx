@@ -18,6 +18,8 @@ interface Props extends HeatmapOptions {
   members: ReactNode
   /** Filled with the chart's PNG export. */
   exporter?: MutableRefObject<(() => string) | null>
+  /** The worksheet's crosshair group, when synced. */
+  group?: string | null
 }
 
 function BucketSelect(props: { label: string; value: number; onChange: (e: number) => void; buckets: Bucket[]; testId: string }) {
@@ -40,7 +42,7 @@ function exponentAt(r: HeatmapResult, value: unknown): number | null {
   return typeof y === 'number' ? (r.buckets[y]?.index ?? null) : null
 }
 
-export function HeatmapView({ result, valueUnit, rateUnit, selection, annotations, onSelect, memberDims, memberBy, onMemberBy, members, exporter }: Props) {
+export function HeatmapView({ result, valueUnit, rateUnit, selection, annotations, onSelect, memberDims, memberBy, onMemberBy, members, exporter, group }: Props) {
   const option = useMemo(
     () => toHeatmapOption(result, { valueUnit, rateUnit, selection, annotations }),
     [result, valueUnit, rateUnit, selection, annotations],
@@ -65,6 +67,8 @@ export function HeatmapView({ result, valueUnit, rateUnit, selection, annotation
         <EChart
           exporter={exporter}
           option={option}
+          group={group}
+          times={result.timestamps}
           className="hm-chart"
           testId="heatmap-chart"
           ariaLabel={`heat map of ${result.dim}${annotationsText(clipAnnotations(annotations ?? [], result.start, result.end))}`}

@@ -114,7 +114,11 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
         return `${ts !== undefined ? formatDateTime(ts) : ''}<br/>${r.dim} ${bucket?.label ?? ''}<br/><b>${formatRate(d[3]!, opts.rateUnit)}</b>`
       },
     },
-    xAxis: categoryAxis(r.timestamps.map((t) => formatTick(t, r.end - r.start))),
+    xAxis: {
+      ...categoryAxis(r.timestamps.map((t) => formatTick(t, r.end - r.start))),
+      // the shared crosshair: a line at the time hovered here or on another chart of the worksheet
+      axisPointer: { show: true, type: 'line', triggerTooltip: false, label: { show: false }, lineStyle: { color: CHART.axis } },
+    },
     yAxis: categoryAxis(yLabels),
     visualMap: {
       type: 'continuous',
