@@ -140,6 +140,22 @@ describe('worksheet URL', () => {
     ])
   })
 
+  it('keeps a heat map\'s bucket zoom in the link, not in its identity', () => {
+    const zoomed = { ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 1 as const, zoom: { lo: 20, hi: 23 } }
+    expect(encodeStatistic(zoomed)).toBe('nfs.ops;by:latency;d:heatmap;crop:1;yz:20:23')
+    const ws = { ...sheet, statistics: [zoomed] }
+    expect(decodeWorksheet(encodeWorksheet(ws))).toEqual({ state: ws, warnings: [] })
+    expect(statisticKeys([zoomed])).toEqual(statisticKeys([{ ...zoomed, zoom: undefined }]))
+    expect(decodeStatistic('nfs.ops;by:latency;d:heatmap;yz:23:20').stat?.zoom).toEqual({ lo: 20, hi: 23 })
+    expect(decodeStatistic('nfs.ops;by:latency;d:heatmap;yz:9:9').stat?.zoom).toEqual({ lo: 9, hi: 9 })
+  })
+
+  it.each(['20', '20:', ':23', '20:23:25', '-1:4', '20:64', 'a:b', '1.5:3', '20%3A23', ''])('warns of the unreadable bucket zoom "%s" and shows every bucket', (value) => {
+    const { stat, warnings } = decodeStatistic(`nfs.ops;by:latency;d:heatmap;yz:${value};crop:1`)
+    expect(stat).toEqual({ ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 1 })
+    expect(warnings).toEqual([`bucket zoom "${decodeURIComponent(value)}" of nfs.ops is not LO:HI, two bucket exponents 0 to 63; showing every bucket`])
+  })
+
   it('decodes an empty query to the empty worksheet', () => {
     expect(decodeWorksheet('')).toEqual({ state: EMPTY_WORKSHEET, warnings: [] })
     expect(encodeWorksheet(EMPTY_WORKSHEET)).toBe('')

@@ -11,11 +11,13 @@
 // (filters; `w:file^=/dir` is a path prefix); then how its chart is shown:
 // the legend's `sort:` (mean, last or name; a leading "-" for largest or Z
 // first), `q:` (its search) and `hl:` (the highlighted element), and a heat
-// map's `crop:` (0.1, 1 or 5 %). Every name and value is percent-encoded on
+// map's `crop:` (0.1, 1 or 5 %) and `yz:LO:HI` (its bucket axis zoomed to the
+// buckets of exponents LO..HI). Every name and value is percent-encoded on
 // its own, so file names with `;`, `,` or `=` survive.
 // Decoding never throws: what cannot be read falls back to a default and is
 // reported in `warnings`.
 import type { WorksheetStatistic } from '../api/client'
+import type { Band } from '../charts/heatmap/model'
 import { CROPS, type Crop } from '../charts/heatmap/transform'
 import { DEFAULT_LEGEND, LEGEND_SORTS, type LegendSort, type LegendView } from '../charts/timeseries/model'
 import { parseSpan } from './time'
@@ -40,11 +42,11 @@ export type HierarchyMode = 'treemap' | 'sunburst'
 export const HIERARCHY_MODES: readonly HierarchyMode[] = ['treemap', 'sunburst']
 
 /**
- * A statistic and how its chart shows it. The legend and the crop are kept in the link (so that
- * it shows what its sender saw) but not in a saved worksheet; absent means the default.
+ * A statistic and how its chart shows it. The legend, the crop and the bucket zoom are kept in the
+ * link (so that it shows what its sender saw) but not in a saved worksheet; absent means the default.
  * `hierarchy`: the card also shows its breakdown's directory tree (path dimensions only).
  */
-export type Statistic = WorksheetStatistic & { display: Display; legend?: LegendView; crop?: Crop; hierarchy?: HierarchyMode }
+export type Statistic = WorksheetStatistic & { display: Display; legend?: LegendView; crop?: Crop; zoom?: Band; hierarchy?: HierarchyMode }
 
 export interface WorksheetState {
   statistics: Statistic[]
@@ -151,6 +153,7 @@ function viewFields(s: Statistic): string[] {
   if (l?.search) parts.push(`q:${enc(l.search)}`)
   if (l?.highlight != null) parts.push(`hl:${enc(l.highlight)}`)
   if (s.crop) parts.push(`crop:${s.crop}`)
+  if (s.zoom) parts.push(`yz:${s.zoom.lo}:${s.zoom.hi}`)
   return parts
 }
 
@@ -204,6 +207,11 @@ export function decodeStatistic(text: string): { stat: Statistic | null; warning
       const pct = CROPS.find((c) => c > 0 && String(c) === value)
       if (pct) stat.crop = pct
       else warnings.push(`crop "${value}" of ${metric} is not one of ${CROPS.filter((c) => c > 0).join(', ')} (%); not cropping`)
+    } else if (name === 'yz') {
+      // bucket exponents (log2 of the value), either way round
+      const [, a, b] = /^(\d{1,2}):(\d{1,2})$/.exec(value)?.map(Number) ?? []
+      if (a !== undefined && b !== undefined && a <= 63 && b <= 63) stat.zoom = { lo: Math.min(a!, b!), hi: Math.max(a!, b!) }
+      else warnings.push(`bucket zoom "${safeDecode(value) ?? value}" of ${metric} is not LO:HI, two bucket exponents 0 to 63; showing every bucket`)
     } else if (field !== '') {
       warnings.push(`field "${field}" of ${metric} is unknown; it was ignored`)
     }
