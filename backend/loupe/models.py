@@ -164,7 +164,7 @@ class HierarchyResult(BaseModel):
 
 # How a chart shows its statistic (frontend/src/state/url.ts viewFields): hierarchy, legend order,
 # search and highlight, crop, min/max, an unsynced chart's own time, bucket zoom.
-CHART_VIEW_FIELDS = ("h", "sort", "q", "hl", "crop", "mm", "t")
+CHART_VIEW_FIELDS = ("h", "sort", "q", "hl", "crop", "yz", "mm", "t")
 
 
 class WorksheetStatistic(BaseModel):

@@ -168,10 +168,10 @@ def test_worksheets_crud(client):
     r = client.post("/api/v1/worksheets", json=bad)
     assert r.status_code == 400 and "statistics[0]: unknown dimension 'colour'" in r.json()["detail"]
     # how each chart is shown is kept as written; a field the UI would not know is refused by name
-    body["statistics"][0]["view"] = "sort:-last;q:10.0.0%3Bx;mm:1;t:1h@1763797185"
+    body["statistics"][0]["view"] = "sort:-last;q:10.0.0%3Bx;yz:20:23;mm:1;t:1h@1763797185"
     assert client.put(f"/api/v1/worksheets/{ws['id']}", json=body).status_code == 200
     got = client.get(f"/api/v1/worksheets/{ws['id']}").json()["statistics"]
-    assert [s["view"] for s in got] == ["sort:-last;q:10.0.0%3Bx;mm:1;t:1h@1763797185", ""]
+    assert [s["view"] for s in got] == ["sort:-last;q:10.0.0%3Bx;yz:20:23;mm:1;t:1h@1763797185", ""]
     for view, named in (("colour:red", "'colour:red'"), ("mm", "'mm'"), ("x" * 9000, "at most 8192")):
         r = client.put(f"/api/v1/worksheets/{ws['id']}", json=dict(body, statistics=[{"metric": "nfs.ops", "view": view}]))
         assert r.status_code == 422 and named in r.text, r.text

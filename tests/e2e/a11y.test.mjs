@@ -27,6 +27,7 @@ describe('Loupe accessibility in Chromium', { skip: skip ?? false }, () => {
   const t = demoInBrowser({ backfill: 120 })
   const pages = [
     ['worksheet with a breakdown and a heat map', '/?s=nfs.ops;by:client&s=nfs.ops;by:latency;d:heatmap', ['timeseries-chart', 'heatmap-chart']],
+    ['worksheet with a heat map cropped and its bucket axis zoomed', '/?s=nfs.ops;by:latency;d:heatmap;crop:1;yz:13:20', ['heatmap-chart', 'zoom-badge', 'reset-zoom', 'zoom-note']],
     ['worksheet with a file hierarchy and a directory filter', '/?s=nfs.ops;by:file;h:treemap;w:file%5E=%2Fexport', ['timeseries-chart', 'hierarchy-chart']],
     ['status', '/status', ['status-tiles']],
     ['sources', '/sources', ['sources-page']],

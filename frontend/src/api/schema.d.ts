@@ -2903,7 +2903,7 @@ export interface components {
             top: number;
             /**
              * View
-             * @description How the chart shows the statistic, in the worksheet link's syntax: `;`-separated fields named h, sort, q, hl, crop, mm, t, e.g. 'sort:-last;crop:1;t:1h@1763797185'. The UI reads the values and reports what it cannot use; empty: as by default
+             * @description How the chart shows the statistic, in the worksheet link's syntax: `;`-separated fields named h, sort, q, hl, crop, yz, mm, t, e.g. 'sort:-last;crop:1;t:1h@1763797185'. The UI reads the values and reports what it cannot use; empty: as by default
              * @default
              */
             view: string;

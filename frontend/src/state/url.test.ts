@@ -164,12 +164,12 @@ describe('worksheet URL', () => {
   it('saves how each chart is shown with the worksheet, and reads it back with the same checks', () => {
     const stats = [
       { ...makeStatistic('nfs.ops', 'client'), legend: { sort: 'name' as const, desc: false, search: 'a;b', highlight: '10.0.0.7' }, minmax: true },
-      { ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 5 as const, time: { range: '1h', paused: true, at: 1763797185 } },
+      { ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 5 as const, zoom: { lo: 20, hi: 23 }, time: { range: '1h', paused: true, at: 1763797185 } },
       { ...makeStatistic('nfs.ops', 'file'), hierarchy: 'treemap' as const },
       makeStatistic('disk.ops'),
     ]
     const body = toWorksheetBody({ ...sheet, statistics: stats }, 'Morning')
-    expect(body.statistics.map((s) => s.view)).toEqual(['sort:name;q:a%3Bb;hl:10.0.0.7;mm:1', 'crop:5;t:1h@1763797185', 'h:treemap', ''])
+    expect(body.statistics.map((s) => s.view)).toEqual(['sort:name;q:a%3Bb;hl:10.0.0.7;mm:1', 'crop:5;yz:20:23;t:1h@1763797185', 'h:treemap', ''])
     const back = fromSaved({ id: 'w1', ...body })
     expect(back.warnings).toEqual([])
     expect(back.state.statistics).toEqual(stats)
@@ -177,6 +177,22 @@ describe('worksheet URL', () => {
     const odd = fromSaved({ id: 'w2', name: 'Odd', statistics: [{ metric: 'nfs.ops', by: 'client', where: {}, top: 10, display: 'area', view: 'crop:7;by:file' }] })
     expect(odd.state.statistics).toEqual([makeStatistic('nfs.ops', 'client')])
     expect(odd.warnings).toEqual(['crop "7" of nfs.ops is not one of 0.1, 1, 5 (%); not cropping'])
+  })
+
+  it('keeps a heat map\'s bucket zoom in the link, not in its identity', () => {
+    const zoomed = { ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 1 as const, zoom: { lo: 20, hi: 23 } }
+    expect(encodeStatistic(zoomed)).toBe('nfs.ops;by:latency;d:heatmap;crop:1;yz:20:23')
+    const ws = { ...sheet, statistics: [zoomed] }
+    expect(decodeWorksheet(encodeWorksheet(ws))).toEqual({ state: ws, warnings: [] })
+    expect(statisticKeys([zoomed])).toEqual(statisticKeys([{ ...zoomed, zoom: undefined }]))
+    expect(decodeStatistic('nfs.ops;by:latency;d:heatmap;yz:23:20').stat?.zoom).toEqual({ lo: 20, hi: 23 })
+    expect(decodeStatistic('nfs.ops;by:latency;d:heatmap;yz:9:9').stat?.zoom).toEqual({ lo: 9, hi: 9 })
+  })
+
+  it.each(['20', '20:', ':23', '20:23:25', '-1:4', '20:64', 'a:b', '1.5:3', '20%3A23', ''])('warns of the unreadable bucket zoom "%s" and shows every bucket', (value) => {
+    const { stat, warnings } = decodeStatistic(`nfs.ops;by:latency;d:heatmap;yz:${value};crop:1`)
+    expect(stat).toEqual({ ...makeStatistic('nfs.ops', 'latency', {}, 'heatmap'), crop: 1 })
+    expect(warnings).toEqual([`bucket zoom "${decodeURIComponent(value)}" of nfs.ops is not LO:HI, two bucket exponents 0 to 63; showing every bucket`])
   })
 
   it('decodes an empty query to the empty worksheet', () => {

@@ -11,13 +11,15 @@
 // (filters; `w:file^=/dir` is a path prefix); then how its chart is shown:
 // the legend's `sort:` (mean, last or name; a leading "-" for largest or Z
 // first), `q:` (its search) and `hl:` (the highlighted element), a heat
-// map's `crop:` (0.1, 1 or 5 %), `mm:1` (min/max shown) and `t:` (a chart
+// map's `crop:` (0.1, 1 or 5 %) and `yz:LO:HI` (its bucket axis zoomed to the
+// buckets of exponents LO..HI), `mm:1` (min/max shown) and `t:` (a chart
 // unsynced from the worksheet's time: its own span, live, or `t:1h@1763797185`
 // paused at that end). Every name and value is percent-encoded on its own, so
 // file names with `;`, `,` or `=` survive.
 // Decoding never throws: what cannot be read falls back to a default and is
 // reported in `warnings`.
 import type { WorksheetStatistic } from '../api/client'
+import type { Band } from '../charts/heatmap/model'
 import { CROPS, type Crop } from '../charts/heatmap/transform'
 import { DEFAULT_LEGEND, LEGEND_SORTS, type LegendSort, type LegendView } from '../charts/timeseries/model'
 import { parseSpan } from './time'
@@ -47,6 +49,7 @@ export type TimeView = { range: RangeId; paused: boolean; at: number | null }
 /**
  * A statistic and how its chart shows it, all kept in the link (so that it shows what its sender
  * saw) and in a saved worksheet (as `view`, in the link's syntax); absent means the default.
+ * `zoom`: a heat map's bucket axis shows only these buckets.
  * `hierarchy`: the card also shows its breakdown's directory tree (path dimensions only).
  * `minmax`: dashed lines for each point's busiest and quietest second.
  * `time`: the chart is unsynced from the worksheet's time axis and shows this range instead.
@@ -55,6 +58,7 @@ export type Statistic = Omit<WorksheetStatistic, 'view'> & {
   display: Display
   legend?: LegendView
   crop?: Crop
+  zoom?: Band
   hierarchy?: HierarchyMode
   minmax?: boolean
   time?: TimeView
@@ -162,6 +166,7 @@ function viewFields(s: Statistic): string[] {
   if (l?.search) parts.push(`q:${enc(l.search)}`)
   if (l?.highlight != null) parts.push(`hl:${enc(l.highlight)}`)
   if (s.crop) parts.push(`crop:${s.crop}`)
+  if (s.zoom) parts.push(`yz:${s.zoom.lo}:${s.zoom.hi}`)
   if (s.minmax) parts.push('mm:1')
   if (s.time) parts.push(`t:${s.time.range}${s.time.paused && s.time.at !== null ? `@${s.time.at}` : ''}`)
   return parts
@@ -238,6 +243,11 @@ export function decodeStatistic(text: string): { stat: Statistic | null; warning
       const pct = CROPS.find((c) => c > 0 && String(c) === value)
       if (pct) stat.crop = pct
       else warnings.push(`crop "${value}" of ${metric} is not one of ${CROPS.filter((c) => c > 0).join(', ')} (%); not cropping`)
+    } else if (name === 'yz') {
+      // bucket exponents (log2 of the value), either way round
+      const [, a, b] = /^(\d{1,2}):(\d{1,2})$/.exec(value)?.map(Number) ?? []
+      if (a !== undefined && b !== undefined && a <= 63 && b <= 63) stat.zoom = { lo: Math.min(a!, b!), hi: Math.max(a!, b!) }
+      else warnings.push(`bucket zoom "${safeDecode(value) ?? value}" of ${metric} is not LO:HI, two bucket exponents 0 to 63; showing every bucket`)
     } else if (field !== '') {
       warnings.push(`field "${field}" of ${metric} is unknown; it was ignored`)
     }

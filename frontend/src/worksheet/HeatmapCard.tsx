@@ -2,7 +2,7 @@
 import { useMemo, useRef, useState } from 'react'
 import { useHeatmap, useMembers, useAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
-import { bandLabel, cropOutliers, heatmapCsv, nextCrop } from '../charts/heatmap/transform'
+import { bandLabel, cropOutliers, heatmapCsv, nextCrop, zoomLabel } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
@@ -28,6 +28,7 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
   const [by, setBy] = useState<string | null>(null)
   const theme = useTheme()
   const crop = stat.crop ?? 0 // in the URL, so that a link shows the same crop
+  const zoom = stat.zoom ?? null // and the same bucket zoom
   const png = useRef<(() => string) | null>(null)
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
@@ -39,6 +40,8 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
   const hist = metric?.histograms.find((h) => h.name === dim)
   const valueUnit = hist?.unit ?? (dim === 'latency' ? 'ns' : 'bytes')
   const cropped = useMemo(() => (q.data ? cropOutliers(q.data, crop) : null), [q.data, crop])
+  const zoomText = zoom ? zoomLabel(q.data?.buckets ?? [], zoom, valueUnit) : ''
+  const setZoom = (z: Band | null) => onChange({ ...stat, zoom: z ?? undefined })
 
   const membersPanel = band && (
     <div className="members" data-testid="members">
@@ -89,10 +92,30 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
       info={info}
       query={q}
       onRemove={onRemove}
-      badges={<span className="badge">heat map</span>}
+      badges={
+        <>
+          <span className="badge">heat map</span>
+          {zoom && (
+            <span className="badge badge-zoom" data-testid="zoom-badge">
+              zoomed {zoomText}
+            </span>
+          )}
+        </>
+      }
       actions={
         <>
+          {/* The CSV is every bucket as fetched (crop and zoom are how it is shown); the PNG is what is drawn. */}
           <ExportButtons title={info.title} csv={q.data?.cells.length ? () => heatmapCsv(q.data, unit) : null} png={png} />
+          {zoom && (
+            <button
+              className="button small"
+              data-testid="reset-zoom"
+              title={`Show every bucket again (the bucket axis is zoomed to ${zoomText})`}
+              onClick={() => setZoom(null)}
+            >
+              reset zoom
+            </button>
+          )}
           <button
             className={`button small ${crop ? 'button-warn' : ''}`}
             data-testid="crop-outliers"
@@ -138,6 +161,9 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
           selection={band}
           annotations={annotations}
           onSelect={setBand}
+          zoom={zoom}
+          onZoom={setZoom}
+          zoomText={zoomText}
           memberDims={dims}
           memberBy={memberBy}
           onMemberBy={setBy}

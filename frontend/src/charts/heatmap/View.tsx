@@ -1,15 +1,23 @@
-// A heat map of a histogram dimension, with band selection and the rate per bucket.
+// A heat map of a histogram dimension, with band selection, a zoom of its bucket axis and the rate
+// per bucket. Gestures: a drag (or a click) selects a band, a shift-click extends it, and a
+// shift-drag zooms the bucket axis to the buckets dragged across.
 import { useMemo, useRef, useState, type MutableRefObject, type ReactNode } from 'react'
 import type { Bucket, HeatmapResult } from '../../api/client'
 import { EChart } from '../../components/EChart'
 import { formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
 import type { Band, HeatmapOptions } from './model'
-import { bandBetween, bandLabel, bandRate, bucketRates, toHeatmapOption } from './transform'
+import { bandBetween, bandLabel, bandRate, bucketRates, toHeatmapOption, zoomBuckets } from './transform'
 
 interface Props extends HeatmapOptions {
+  /** Every bucket the crop kept; the zoom is applied here. */
   result: HeatmapResult
   onSelect: (band: Band | null) => void
+  /** The bucket axis shows only these buckets (null: all of them). */
+  zoom: Band | null
+  onZoom: (zoom: Band | null) => void
+  /** How the zoom reads, e.g. "1.05 ms – 8.39 ms". */
+  zoomText: string
   /** Dimensions the members of a band can be listed by. */
   memberDims: string[]
   memberBy: string
@@ -42,12 +50,21 @@ function exponentAt(r: HeatmapResult, value: unknown): number | null {
   return typeof y === 'number' ? (r.buckets[y]?.index ?? null) : null
 }
 
-export function HeatmapView({ result, valueUnit, rateUnit, selection, annotations, onSelect, memberDims, memberBy, onMemberBy, members, exporter, group }: Props) {
+const overlaps = (a: Band, b: Band) => a.lo <= b.hi && b.lo <= a.hi
+const within = (a: Band, b: Band) => a.lo >= b.lo && a.hi <= b.hi
+
+export function HeatmapView(props: Props) {
+  const { result, valueUnit, rateUnit, selection, annotations, onSelect, zoom, onZoom, zoomText } = props
+  const { memberDims, memberBy, onMemberBy, members, exporter, group } = props
+  const zoomed = useMemo(() => zoomBuckets(result, zoom), [result, zoom])
+  const shown = zoomed.result
   const option = useMemo(
-    () => toHeatmapOption(result, { valueUnit, rateUnit, selection, annotations }),
-    [result, valueUnit, rateUnit, selection, annotations],
+    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, annotations }),
+    [shown, valueUnit, rateUnit, selection, annotations],
   )
+  // Over every bucket, so that a band outside the zoom keeps its rate; the table lists the zoom's.
   const rates = useMemo(() => bucketRates(result), [result])
+  const listed = zoom ? rates.filter((r) => r.index >= zoom.lo && r.index <= zoom.hi) : rates
   const anchor = useRef<number | null>(null)
   const first = result.buckets[0]?.index ?? 0
   const last = result.buckets[result.buckets.length - 1]?.index ?? 0
@@ -63,29 +80,42 @@ export function HeatmapView({ result, valueUnit, rateUnit, selection, annotation
   const options = [...result.buckets].reverse()
   return (
     <div className="hm">
-      <div className="hm-main">
-        <EChart
-          exporter={exporter}
-          option={option}
-          group={group}
-          times={result.timestamps}
-          className="hm-chart"
-          testId="heatmap-chart"
-          ariaLabel={`heat map of ${result.dim}${annotationsText(clipAnnotations(annotations ?? [], result.start, result.end))}`}
-          onEvents={{
-            mousedown: (e) => {
-              anchor.current = exponentAt(result, e.value)
-            },
-            mouseup: (e) => {
-              const y = exponentAt(result, e.value)
-              if (y === null) return
-              if (e.shiftKey && selection) pick(bandBetween(Math.min(selection.lo, y), Math.max(selection.hi, y)))
-              else pick(bandBetween(anchor.current ?? y, y))
-              anchor.current = null
-            },
-          }}
-        />
-        <div className="hm-hint">Drag across buckets (or click one, shift-click to extend) to select a band.</div>
+      <div className="hm-main" data-testid="heatmap-rows" data-rows={shown.buckets.map((b) => b.index).join(',')}>
+        {shown.buckets.length > 0 ? (
+          <EChart
+            exporter={exporter}
+            option={option}
+            group={group}
+            times={shown.timestamps}
+            className="hm-chart"
+            testId="heatmap-chart"
+            ariaLabel={`heat map of ${result.dim}${zoom ? `, zoomed to ${zoomText}` : ''}${annotationsText(clipAnnotations(annotations ?? [], result.start, result.end))}`}
+            onEvents={{
+              mousedown: (e) => {
+                anchor.current = exponentAt(shown, e.value)
+              },
+              mouseup: (e) => {
+                const y = exponentAt(shown, e.value)
+                const from = anchor.current
+                anchor.current = null
+                if (y === null) return
+                if (e.shiftKey && from !== null && from !== y) onZoom(bandBetween(from, y))
+                else if (e.shiftKey && selection) pick(bandBetween(Math.min(selection.lo, y), Math.max(selection.hi, y)))
+                else pick(bandBetween(from ?? y, y))
+              },
+            }}
+          />
+        ) : (
+          <div className="hm-chart empty" data-testid="zoom-empty">
+            No bucket of {zoomText} has events in this range.{' '}
+            <button type="button" className="button small" onClick={() => onZoom(null)}>
+              Show every bucket
+            </button>
+          </div>
+        )}
+        <div className="hm-hint">
+          Drag across buckets (or click one, shift-click to extend) to select a band; shift-drag to zoom the bucket axis to them.
+        </div>
       </div>
       <aside className="hm-side">
         <form
@@ -99,6 +129,15 @@ export function HeatmapView({ result, valueUnit, rateUnit, selection, annotation
           <div className="band-row">
             <BucketSelect label="from" value={shownLo} onChange={setLo} buckets={options} testId="band-lo" />
             <BucketSelect label="to" value={shownHi} onChange={setHi} buckets={options} testId="band-hi" />
+            <button
+              type="button"
+              className="button small"
+              data-testid="zoom-band"
+              title={`Zoom the bucket axis to ${bandLabel(result.buckets, bandBetween(shownLo, shownHi), valueUnit)}`}
+              onClick={() => onZoom(bandBetween(shownLo, shownHi))}
+            >
+              Zoom to band
+            </button>
           </div>
           <div className="band-row">
             <label>
@@ -122,10 +161,15 @@ export function HeatmapView({ result, valueUnit, rateUnit, selection, annotation
           </div>
         </form>
         {members}
-        <div className="side-title">Rate per band</div>
+        <div className="side-title">Rate per band{zoom ? `, ${zoomText} (zoomed)` : ''}</div>
+        {zoom && zoomed.hidden > 0 && (
+          <div className="band-note cropped-note" data-testid="zoom-note">
+            {formatRate(zoomed.hidden, rateUnit)} outside the zoom not shown
+          </div>
+        )}
         <table className="table band-table" data-testid="band-rates">
           <tbody>
-            {rates
+            {listed
               .filter((r) => r.rate > 0)
               .map((r) => (
                 <tr
@@ -146,6 +190,7 @@ export function HeatmapView({ result, valueUnit, rateUnit, selection, annotation
         {selection && (
           <div className="band-sum" data-testid="band-sum">
             {formatRate(bandRate(rates, selection), rateUnit)} between {bandLabel(result.buckets, selection, valueUnit)}
+            {zoom && !within(selection, zoom) && (overlaps(selection, zoom) ? ' (partly outside the zoom)' : ' (outside the zoom)')}
           </div>
         )}
       </aside>

@@ -5,6 +5,7 @@ import {
   bandBetween,
   bandLabel,
   bandRate,
+  bandRows,
   bucketAxisLabel,
   bucketPosition,
   bucketRates,
@@ -15,6 +16,8 @@ import {
   colorRange,
   onSharedScales,
   toHeatmapOption,
+  zoomBuckets,
+  zoomLabel,
 } from './transform'
 
 const bucket = (index: number, lo: number, hi: number | null, label: string) => ({ index, lo, hi, label })
@@ -189,5 +192,71 @@ describe('heatmapCsv', () => {
       '1970-01-01T00:01:40.000Z,100,≥ 2.05 µs,2048,,2',
       '1970-01-01T00:01:41.000Z,101,1.02 µs – 2.05 µs,1024,2048,3',
     ])
+  })
+})
+
+describe('zoomBuckets', () => {
+  const buckets = [10, 11, 12, 13, 14].map((i) => ({ index: i, lo: i === 10 ? 0 : 2 ** i, hi: i === 14 ? null : 2 ** (i + 1), label: `b${i}` }))
+  // two columns; per column b10..b14 hold 1, 10, 100, 1000, 10000 events
+  const r = { buckets, timestamps: [0, 1], cells: [0, 1].flatMap((t) => [0, 1, 2, 3, 4].map((b) => [t, b, 10 ** b])) }
+  it.each([
+    ['no zoom', null, ['b10', 'b11', 'b12', 'b13', 'b14'], 0],
+    ['the middle', { lo: 11, hi: 12 }, ['b11', 'b12'], 1 + 1000 + 10000],
+    ['one bucket', { lo: 13, hi: 13 }, ['b13'], 1 + 10 + 100 + 10000],
+    ['past the lowest bucket', { lo: 2, hi: 11 }, ['b10', 'b11'], 100 + 1000 + 10000],
+    ['past the highest bucket', { lo: 14, hi: 40 }, ['b14'], 1111],
+    ['every bucket and more', { lo: 0, hi: 63 }, ['b10', 'b11', 'b12', 'b13', 'b14'], 0],
+    ['no bucket of it', { lo: 20, hi: 22 }, [], 11111],
+  ])('%s: draws %j and hides a mean %s events/s', (_, zoom, rows, hidden) => {
+    const z = zoomBuckets(r, zoom)
+    expect(z.result.buckets.map((b) => b.label)).toEqual(rows)
+    expect(z.hidden).toBeCloseTo(hidden)
+    // each cell kept is on its own bucket's row, with its value
+    const shown = z.result.cells.map(([t, y, v]) => [t, z.result.buckets[y!]!.index, v])
+    expect(shown).toEqual(r.cells.filter(([, b]) => rows.includes(`b${buckets[b!]!.index}`)).map(([t, b, v]) => [t, buckets[b!]!.index, v]))
+  })
+  it('leaves the heat map as it is when nothing is zoomed out', () => {
+    expect(zoomBuckets(r, null).result).toBe(r)
+    expect(zoomBuckets(r, { lo: 10, hi: 14 }).result).toBe(r)
+  })
+  it('after a crop, counts what the crop hid once: shown + cropped + zoomed out = all', () => {
+    // b14 now holds 1 event of 1112 per column: the 1 % crop hides it
+    const light = { ...r, cells: r.cells.map(([t, b, v]) => [t!, b!, b === 4 ? 1 : v!]) }
+    const c = cropOutliers(light, 1)
+    expect(c.above?.label).toBe('b14')
+    const z = zoomBuckets(c.result, { lo: 12, hi: 20 })
+    expect(z.result.buckets.map((b) => b.label)).toEqual(['b12', 'b13'])
+    expect(z.hidden).toBeCloseTo(11) // b10 and b11; b14 is the crop's
+    const shown = bucketRates(z.result).reduce((s, b) => s + b.rate, 0)
+    expect([shown, c.hidden, z.hidden].reduce((a, b) => a + b)).toBeCloseTo(1112)
+  })
+  it.each([
+    [{ lo: 11, hi: 12 }, '2.05 µs – 8.19 µs'],
+    [{ lo: 10, hi: 10 }, 'b10'],
+    [{ lo: 13, hi: 14 }, '8.19 µs – ∞'],
+    [{ lo: 20, hi: 22 }, '1.05 ms – 8.39 ms'], // buckets not in the heat map: from their exponents
+  ])('reads the zoom %j as %s', (zoom, label) => {
+    expect(zoomLabel(buckets, zoom, 'ns')).toBe(label)
+  })
+})
+
+describe('bandRows', () => {
+  const r = heatmap() // rows: b10, b11, b20
+  it.each([
+    [{ lo: 11, hi: 20 }, [1, 2]],
+    [{ lo: 10, hi: 10 }, [0, 0]],
+    [{ lo: 5, hi: 11 }, [0, 1]], // reaches below the drawn rows: the part drawn
+    [{ lo: 12, hi: 19 }, null], // between rows: no bucket of it drawn
+    [{ lo: 21, hi: 30 }, null],
+  ])('marks the band %j over rows %j', (band, rows) => {
+    expect(bandRows(r, band)).toEqual(rows)
+  })
+  it('marks a band reaching past a zoom over what is drawn of it', () => {
+    const zoomed = zoomBuckets(r, { lo: 11, hi: 11 }).result
+    const area = (toHeatmapOption(zoomed, { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 10, hi: 20 } }).series as { markArea?: { data: unknown } }[])[0]!
+    expect(area.markArea?.data).toEqual([[{ yAxis: -0.5 }, { yAxis: 0.5 }]])
+    const outside = toHeatmapOption(zoomed, { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 20, hi: 20 } }).series as { markArea?: unknown }[]
+    expect(outside[0]!.markArea).toBeUndefined()
+    expect((toHeatmapOption(zoomed, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null }).yAxis as { data: string[] }).data).toEqual(['2.05 µs'])
   })
 })

@@ -58,6 +58,18 @@ export function bucketPosition(r: Pick<HeatmapResult, 'buckets'>, exponent: numb
   return r.buckets.findIndex((b) => b.index === exponent)
 }
 
+/**
+ * First and last row of the drawn buckets that a band covers, or null when it covers none: a band
+ * reaching past a zoom or a crop is marked over the part of it that is drawn.
+ */
+export function bandRows(r: Pick<HeatmapResult, 'buckets'>, band: Band): [number, number] | null {
+  const first = r.buckets.findIndex((b) => b.index >= band.lo && b.index <= band.hi)
+  if (first < 0) return null
+  let last = first
+  while (last + 1 < r.buckets.length && r.buckets[last + 1]!.index <= band.hi) last++
+  return [first, last]
+}
+
 function categoryAxis(data: string[]) {
   return {
     type: 'category' as const,
@@ -73,9 +85,7 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   const data = cellData(r.cells)
   const { min, max } = opts.colors ?? colorRange(data)
   const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
-  const sel = opts.selection
-  const selLo = sel ? bucketPosition(r, sel.lo) : -1
-  const selHi = sel ? bucketPosition(r, sel.hi) : -1
+  const rows = opts.selection ? bandRows(r, opts.selection) : null
   const series: HeatmapSeries = {
     type: 'heatmap',
     name: r.dim,
@@ -83,15 +93,14 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
     encode: { x: 0, y: 1, value: 2 },
     progressive: 0,
     emphasis: { itemStyle: { borderColor: CHART.cellLine, borderWidth: 1 } },
-    markArea:
-      selLo >= 0 && selHi >= 0
-        ? {
-            silent: true,
-            itemStyle: { color: CHART.bandFill, borderColor: CHART.bandLine, borderWidth: 1.5 },
-            // Category positions: the band covers its buckets' cells, edge to edge.
-            data: [[{ yAxis: Math.min(selLo, selHi) - 0.5 }, { yAxis: Math.max(selLo, selHi) + 0.5 }]],
-          }
-        : undefined,
+    markArea: rows
+      ? {
+          silent: true,
+          itemStyle: { color: CHART.bandFill, borderColor: CHART.bandLine, borderWidth: 1.5 },
+          // Category positions: the band covers its buckets' cells, edge to edge.
+          data: [[{ yAxis: rows[0] - 0.5 }, { yAxis: rows[1] + 0.5 }]],
+        }
+      : undefined,
   }
   const last = r.timestamps[r.timestamps.length - 1]
   const marks = last === undefined ? [] : categorySpans(clipAnnotations(opts.annotations ?? [], r.start, last + r.step), r.timestamps, r.step)
@@ -201,6 +210,38 @@ export function cropOutliers<R extends Pick<HeatmapResult, 'buckets' | 'cells' |
   if (keep === r.buckets.length) return { result: r, hidden: 0, above: null }
   const result = { ...r, buckets: r.buckets.slice(0, keep), cells: r.cells.filter(([, b]) => b! < keep) }
   return { result, hidden: dropped / Math.max(1, r.timestamps.length), above: r.buckets[keep]! }
+}
+
+/**
+ * The heat map with only the buckets of a zoom (exponents lo..hi, inclusive) as its rows, so a
+ * narrow range gets the whole height; `hidden` is the mean rate of the buckets left out. Applied
+ * after cropOutliers, so what the crop hides is not counted twice. A zoom reaching past the buckets
+ * that have events keeps those it has (the API sends the rows from the lowest to the highest bucket
+ * with events); one with none of them leaves no rows. No zoom: the heat map as it is.
+ */
+export function zoomBuckets<R extends Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps'>>(
+  r: R,
+  zoom: Band | null,
+): { result: R; hidden: number } {
+  if (!zoom) return { result: r, hidden: 0 }
+  const buckets = r.buckets.filter((b) => b.index >= zoom.lo && b.index <= zoom.hi)
+  if (buckets.length === r.buckets.length) return { result: r, hidden: 0 }
+  const row = r.buckets.map((b) => buckets.indexOf(b)) // -1: left out
+  let hidden = 0
+  const cells: number[][] = []
+  for (const [t, b, v] of r.cells) {
+    if (t === undefined || b === undefined || v === undefined) continue
+    const y = row[b] ?? -1
+    if (y >= 0) cells.push([t, y, v])
+    else hidden += v
+  }
+  const result = { ...r, buckets, cells }
+  return { result, hidden: hidden / Math.max(1, r.timestamps.length) }
+}
+
+/** How a zoom reads ("1.05 ms – 8.39 ms"), from the buckets' labels or, for buckets not in them, their exponents. */
+export function zoomLabel(buckets: Pick<Bucket, 'index' | 'lo' | 'hi' | 'label'>[], zoom: Band, unit: string): string {
+  return bandLabel(buckets, zoom, unit) || `${formatAmount(2 ** zoom.lo, unit)} – ${formatAmount(2 ** (zoom.hi + 1), unit)}`
 }
 
 /** The heat map's cells as CSV, one row per column and bucket with events: time, unix, bucket bounds, rate. */
