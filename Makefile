@@ -182,10 +182,12 @@ test: deps ui bpf
 test-kernel: py-deps bpf
 	$(PY) -m pytest -m kernel tests/kernel $(PYTEST_ARGS)
 
-bench: py-deps
+# bench/run.py (ingest, live, queries), then the browser's part: a live week-long heat map's updates.
+bench: deps ui
 	@if [ -f bench/run.py ] || [ -f bench/run/__main__.py ]; then \
 		$(PY) -m bench.run; \
 	else echo "bench: SKIPPED: bench/run.py does not exist yet"; fi
+	node bench/ui_heatmap.mjs
 
 # An hour of `loupe serve --demo` at 1,000 clients, watched from outside (bench/soak.py).
 soak: py-deps bpf

@@ -289,6 +289,42 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.deepEqual(t.consoleErrors, [])
   })
 
+  it('moves a live heat map on each second, reading only its newest columns between full reads', async () => {
+    const { page, server } = t
+    const reads = []
+    const onRequest = (r) => {
+      const u = new URL(r.url())
+      if (u.pathname === '/api/v1/heatmap') reads.push({ at: Date.now(), url: u })
+    }
+    page.on('request', onRequest)
+    await page.goto(`${server.base}/?range=1h&s=nfs.ops;by:latency;d:heatmap`)
+    const rows = page.getByTestId('heatmap-rows')
+    await rows.waitFor()
+    const footer = await page.getByTestId('chart-card').locator('footer').textContent()
+    const step = Number(/(\d+)s per column/.exec(footer)[1])
+    const from = Date.now()
+    const seen = new Set()
+    while (Date.now() - from < 6000) {
+      seen.add(`${await rows.getAttribute('data-end')}/${await rows.getAttribute('data-newest')}`)
+      await page.waitForTimeout(200)
+    }
+    page.off('request', onRequest)
+    const inWindow = reads.filter((r) => r.at >= from)
+    const tails = inWindow.filter((r) => r.url.searchParams.has('step'))
+    // an hour re-reads in full every 10 s; in between, a read a second of the newest columns
+    assert.ok(tails.length >= 4, `${tails.length} reads of the newest columns in 6 s`)
+    assert.ok(inWindow.length - tails.length <= 1, `${inWindow.length - tails.length} full reads in 6 s`)
+    for (const { url } of tails) {
+      assert.equal(Number(url.searchParams.get('step')), step)
+      assert.equal(Number(url.searchParams.get('start')) % step, 0, 'from a column boundary')
+    }
+    assert.ok(seen.size >= 4, `the newest column changed ${seen.size - 1} times in 6 s: ${[...seen].join(' ')}`)
+    // such a read is the newest column or two, not the hour
+    const tail = await (await authedFetch(tails.at(-1).url.href)).json()
+    assert.ok(tail.timestamps.length <= 2 && tail.step === step, JSON.stringify({ n: tail.timestamps.length, step: tail.step }))
+    assert.deepEqual(t.consoleErrors, [])
+  })
+
   it('crops the heat map\'s outliers: 0.1 %, 1 %, 5 %, and back', async () => {
     const { page, server } = t
     await page.goto(`${server.base}/?range=10m&paused=1&s=nfs.ops;by:latency;d:heatmap`)

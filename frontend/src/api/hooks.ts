@@ -4,9 +4,9 @@ import { useMemo } from 'react'
 import { eventAnnotations, runAnnotations, type Annotation } from '../charts/annotations/transform'
 import { withSource, type Action } from '../lib/sources'
 import type { Statistic, WorksheetState } from '../state/url'
-import { apiRange, rangeSeconds } from '../state/url'
+import { apiRange, LIVE_END, rangeSeconds } from '../state/url'
 import { csrfHeaders } from '../auth/session'
-import { ApiError, api, unwrap, type Schemas, type SourceList } from './client'
+import { ApiError, api, unwrap, type HeatmapResult, type Schemas, type SourceList } from './client'
 
 /** where {client: [a, b]} -> ["client=a,b"], the API's repeatable filter parameter. */
 export function whereParams(where: Record<string, string[]> | undefined): string[] {
@@ -125,6 +125,28 @@ export function useHeatmap(stat: Statistic, view: View) {
     refetchInterval: view.paused ? false : s <= 600 ? 2_000 : s <= 3600 ? 10_000 : 60_000,
     placeholderData: keepPreviousData,
     retry: 1,
+  })
+}
+
+/**
+ * A live heat map's newest columns, read each second from its last column on at its step
+ * (a few hundred cells, not the whole range), for mergeTail to move the map on between full reads.
+ */
+export function useHeatmapTail(stat: Statistic, view: View, base: Pick<HeatmapResult, 'step' | 'timestamps'> | undefined) {
+  const dim = stat.by ?? 'latency'
+  const from = base?.timestamps[base.timestamps.length - 1]
+  const live = !view.paused && from !== undefined
+  return useQuery({
+    queryKey: ['heatmap-tail', stat.metric, dim, stat.where, base?.step, from],
+    queryFn: async () =>
+      unwrap(
+        await api.GET('/api/v1/heatmap', {
+          params: { query: { metric: stat.metric, dim, where: whereParams(stat.where), step: base!.step, start: String(from), end: LIVE_END } },
+        }),
+      ),
+    enabled: live,
+    refetchInterval: live ? 1_000 : false,
+    retry: false, // the next second asks again
   })
 }
 

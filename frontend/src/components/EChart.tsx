@@ -28,6 +28,7 @@ import {
 import { CanvasRenderer } from 'echarts/renderers'
 import { cssVar, resolveVars, useTheme, type Theme } from '../lib/theme'
 import { columnAt } from './crosshair'
+import { timed } from '../lib/timing'
 
 echarts.use([LineChart, HeatmapChart, TreemapChart, SunburstChart, GridComponent, TooltipComponent, VisualMapComponent, MarkAreaComponent, MarkLineComponent, CanvasRenderer])
 
@@ -227,8 +228,10 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
     }
     if (shown.current === option) return
     // Synchronous: with lazyUpdate a mouse move between setOption and the render hits a series without data.
+    const t0 = performance.now()
     c.setOption(resolveVars(option, (name) => themeColor(theme, name)), { notMerge: true })
     shown.current = option
+    timed('loupe:chart-drawn', t0, testId)
   }, [option, theme])
 
   useEffect(() => {

@@ -1,8 +1,8 @@
 // A heat-map card: a histogram dimension over time, with bands and who is in them.
 import { useMemo, useRef, useState } from 'react'
-import { useHeatmap, useMembers, useAnnotations, type MembersRequest } from '../api/hooks'
+import { useHeatmap, useHeatmapTail, useMembers, useAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band } from '../charts/heatmap/model'
-import { bandLabel, cropOutliers, heatmapCsv, nextCrop, zoomLabel } from '../charts/heatmap/transform'
+import { bandLabel, cropOutliers, heatmapCsv, mergeTail, nextCrop, zoomLabel } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
@@ -11,6 +11,7 @@ import { formatAmount, formatRate, formatShare } from '../lib/format'
 import { elementLabel, HEAT_HINT, middleEllipsis } from '../charts/palette'
 import { addressOf, elementHover, elementName } from '../lib/names'
 import { useTheme } from '../lib/theme'
+import { marked } from '../lib/timing'
 import { CardFrame, useCardInfo } from './CardFrame'
 import { useChartTime } from './ChartTime'
 import type { CardProps } from './TimeseriesCard'
@@ -20,7 +21,14 @@ import { useDrill } from './useDrill'
 export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, onRemove, group }: CardProps) {
   const time = useChartTime(stat, worksheet, onChange)
   const { view, synced } = time
-  const q = useHeatmap(stat, view)
+  const full = useHeatmap(stat, view)
+  // between full reads, the newest columns each second
+  const tail = useHeatmapTail(stat, view, full.data)
+  const data = useMemo(() => {
+    marked('loupe:heatmap-data') // an update starts: make bench times it to the chart drawn
+    return full.data && !view.paused ? mergeTail(full.data, tail.data) : full.data
+  }, [full.data, tail.data, view.paused])
+  const q = { ...full, data }
   const annotations = useAnnotations(view)
   const dim = stat.by ?? 'latency'
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
@@ -105,7 +113,7 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
       actions={
         <>
           {/* The CSV is every bucket as fetched (crop and zoom are how it is shown); the PNG is what is drawn. */}
-          <ExportButtons title={info.title} csv={q.data?.cells.length ? () => heatmapCsv(q.data, unit) : null} png={png} />
+          <ExportButtons title={info.title} csv={data?.cells.length ? () => heatmapCsv(data, unit) : null} png={png} />
           {zoom && (
             <button
               className="button small"

@@ -58,6 +58,13 @@ export function HeatmapView(props: Props) {
   const { memberDims, memberBy, onMemberBy, members, exporter, group } = props
   const zoomed = useMemo(() => zoomBuckets(result, zoom), [result, zoom])
   const shown = zoomed.result
+  // the newest column's rate, all buckets shown (it grows each second while live)
+  const newest = useMemo(() => {
+    const last = shown.timestamps.length - 1
+    let sum = 0
+    for (const [t, , v] of shown.cells) if (t === last) sum += v ?? 0
+    return Math.round(sum * 1000) / 1000
+  }, [shown])
   const option = useMemo(
     () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, annotations }),
     [shown, valueUnit, rateUnit, selection, annotations],
@@ -80,7 +87,7 @@ export function HeatmapView(props: Props) {
   const options = [...result.buckets].reverse()
   return (
     <div className="hm">
-      <div className="hm-main" data-testid="heatmap-rows" data-rows={shown.buckets.map((b) => b.index).join(',')}>
+      <div className="hm-main" data-testid="heatmap-rows" data-rows={shown.buckets.map((b) => b.index).join(',')} data-end={shown.end} data-newest={newest}>
         {shown.buckets.length > 0 ? (
           <EChart
             exporter={exporter}

@@ -12,6 +12,7 @@ import {
   cellData,
   cropOutliers,
   heatmapCsv,
+  mergeTail,
   nextCrop,
   colorRange,
   onSharedScales,
@@ -259,4 +260,43 @@ describe('bandRows', () => {
     expect(outside[0]!.markArea).toBeUndefined()
     expect((toHeatmapOption(zoomed, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null }).yAxis as { data: string[] }).data).toEqual(['2.05 µs'])
   })
+})
+
+describe('mergeTail', () => {
+  // a base of columns 100, 110, 120 (step 10, three columns) and a tail read from its last column on
+  const b0 = bucket(10, 0, 2048, '< 2.05 µs')
+  const b1 = bucket(11, 2048, 4096, '2.05 µs – 4.1 µs')
+  const b2 = bucket(20, 1048576, 2097152, '1.05 ms – 2.1 ms')
+  const base = heatmap({
+    step: 10, start: 100, end: 130, timestamps: [100, 110, 120], buckets: [b0, b1],
+    cells: [[0, 0, 1], [1, 1, 2], [2, 0, 3]], total: [1, 2, 3], max: 3,
+  })
+  const tail = (over: Partial<HeatmapResult>) =>
+    heatmap({ step: 10, start: 120, end: 140, timestamps: [120, 130], buckets: [b0, b2], cells: [[0, 0, 5], [1, 1, 7]], total: [5, 7], max: 7, ...over })
+
+  it('replaces the columns the tail covers, adds the newer, and drops as many of the oldest', () => {
+    const m = mergeTail(base, tail({}))
+    expect([m.start, m.end, m.timestamps]).toEqual([110, 140, [110, 120, 130]])
+    expect(m.buckets.map((b) => b.index)).toEqual([10, 11, 20])
+    // column 110 keeps its base cell (bucket 11); 120 is the tail's (5 in bucket 10, not the base's 3); 130 is new
+    expect(m.cells).toEqual([[0, 1, 2], [1, 0, 5], [2, 2, 7]])
+    expect([m.total, m.max]).toEqual([[2, 5, 7], 7])
+  })
+
+  it('grows the newest column in place while the tail stays within it', () => {
+    const m = mergeTail(base, tail({ start: 120, end: 130, timestamps: [120], buckets: [b0], cells: [[0, 0, 4]], total: [4], max: 4 }))
+    expect([m.start, m.end, m.timestamps]).toEqual([100, 130, [100, 110, 120]])
+    expect(m.cells).toEqual([[0, 0, 1], [1, 1, 2], [2, 0, 4]])
+    expect([m.total, m.max]).toEqual([[1, 2, 4], 4])
+  })
+
+  it.each([
+    ['no tail', null],
+    ['another step', tail({ step: 60 })],
+    ['another dimension', tail({ dim: 'size' })],
+    ['a tail past the end (a gap: wait for the next full read)', tail({ start: 140, end: 160, timestamps: [140, 150] })],
+    ['a tail before the start', tail({ start: 90, end: 140, timestamps: [90, 100, 110, 120, 130] })],
+    ['an empty tail', tail({ timestamps: [], cells: [] })],
+    ['an older tail (a late answer)', tail({ start: 110, end: 120, timestamps: [110], cells: [[0, 0, 9]] })],
+  ])('leaves the base as it is with %s', (_, t) => expect(mergeTail(base, t)).toBe(base))
 })

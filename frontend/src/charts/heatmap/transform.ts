@@ -256,3 +256,43 @@ export function heatmapCsv(r: Pick<HeatmapResult, 'buckets' | 'cells' | 'timesta
     })
   return csvLines([['time', 'unix', r.dim, `${r.dim}_from`, `${r.dim}_to`, rateUnit], ...rows])
 }
+
+/**
+ * A heat map moved on by its newest columns: `tail` (read each second from the base's last column
+ * on, at the base's step) replaces the columns it covers and adds newer ones; as many of the
+ * oldest drop off, so the range keeps its span. Buckets are the union of both. Anything that does
+ * not line up with the base (another step, dimension, or a tail that starts past the base's end)
+ * leaves the base as it is, until the next full read.
+ */
+export function mergeTail(base: HeatmapResult, tail: HeatmapResult | null | undefined): HeatmapResult {
+  if (!tail || tail.step !== base.step || tail.dim !== base.dim || !tail.timestamps.length) return base
+  if (tail.start < base.start || tail.start > base.end || tail.end < base.end) return base
+  const step = base.step
+  const span = base.end - base.start
+  const end = tail.end
+  const start = end - span
+  const known = new Map<number, Bucket>()
+  for (const b of [...base.buckets, ...tail.buckets]) known.set(b.index, b)
+  const buckets = [...known.values()].sort((a, b) => a.index - b.index)
+  const row = new Map(buckets.map((b, i) => [b.index, i]))
+  const timestamps: number[] = []
+  for (let t = start; t < end; t += step) timestamps.push(t)
+  const col = (ts: number) => (ts - start) / step
+  const cells: number[][] = []
+  const total = new Array<number>(timestamps.length).fill(0)
+  const add = (r: HeatmapResult, keep: (ts: number) => boolean) => {
+    for (const [t, b, v] of r.cells) {
+      const ts = r.timestamps[t!]
+      if (ts === undefined || ts < start || !keep(ts)) continue
+      cells.push([col(ts), row.get(r.buckets[b!]!.index)!, v!])
+    }
+    r.timestamps.forEach((ts, i) => {
+      if (ts >= start && keep(ts)) total[col(ts)] = r.total[i] ?? 0
+    })
+  }
+  add(base, (ts) => ts < tail.start)
+  add(tail, () => true)
+  let max = 0
+  for (const c of cells) max = Math.max(max, c[2]!)
+  return { ...base, start, end, timestamps, buckets, cells, total, max }
+}

@@ -1,0 +1,148 @@
+// The browser's part of a live heat map over a week: how long each 1 Hz update takes, from the
+// new columns arriving to the chart drawn (User Timing marks the UI sets: lib/timing.ts), in
+// Debian's Chromium against a real `loupe serve --demo`. The heat map's answers are synthetic so
+// that every cell is filled (the worst case; a real week is sparser): the week's full read as
+// `columns` x 26 latency buckets, then a read a second of its newest column with new values.
+// Cases: what the UI asks for a week (300 columns), the server's cap (769 columns, 19,994
+// cells: routes/query.py MAX_CELLS) and, as the peer, four times the cap (what the cap prevents).
+//
+//   node bench/ui_heatmap.mjs [--seconds 30] [--out bench/results/ui-<UTC>.json]
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { launch, newPage } from '../tests/e2e/browser.mjs'
+import { repoRoot, signIn, startLoupe } from '../tests/e2e/server.mjs'
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i > 0 ? process.argv[i + 1] : dflt
+}
+const SECONDS = Number(arg('seconds', '30'))
+const WEEK = 7 * 86400
+const BUCKETS = Array.from({ length: 26 }, (_, i) => i + 10) // latency: 2^10 .. 2^35 ns
+const CASES = [
+  { name: 'ui_week_300_columns', columns: 300 },
+  { name: 'server_cap_769_columns', columns: 769 },
+  { name: 'peer_4x_cap_3076_columns', columns: 3076 },
+]
+
+function bucket(e) {
+  return { index: e, lo: e === BUCKETS[0] ? 0 : 2 ** e, hi: 2 ** (e + 1), label: `2^${e} ns` }
+}
+
+/** A dense heat map of `n` columns from `start` at `step`: every bucket of every column has a rate. */
+function result(start, step, n) {
+  const timestamps = Array.from({ length: n }, (_, i) => start + i * step)
+  const cells = []
+  const total = []
+  for (let t = 0; t < n; t++) {
+    let sum = 0
+    for (let b = 0; b < BUCKETS.length; b++) {
+      const v = Math.round(10 ** (1 + 3 * Math.random() * Math.exp(-((b - 12) ** 2) / 40)) * 100) / 100
+      cells.push([t, b, v])
+      sum += v
+    }
+    total.push(sum)
+  }
+  return {
+    statistic: { metric: 'nfs.ops', by: 'latency', where: {}, name: 'NFS operations per second broken down by latency', unit: 'ops/s' },
+    dim: 'latency',
+    tier: 'minute',
+    step,
+    start,
+    end: start + n * step,
+    timestamps,
+    buckets: BUCKETS.map(bucket),
+    cells,
+    max: Math.max(...cells.map((c) => c[2])),
+    total,
+    names: {},
+  }
+}
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
+}
+
+async function runCase(browser, server, c) {
+  const errors = []
+  const page = await newPage(browser, { width: 1280, height: 800 }, errors)
+  await signIn(page, server)
+  const step = Math.ceil(WEEK / c.columns / 60) * 60
+  let reads = 0
+  let tails = 0
+  await page.route('**/api/v1/heatmap?**', (route) => {
+    const u = new URL(route.request().url())
+    const now = Math.floor(Date.now() / 1000)
+    const end = now - (now % step) + step
+    if (u.searchParams.has('step')) {
+      tails++
+      const from = Number(u.searchParams.get('start'))
+      return route.fulfill({ json: result(from, step, Math.max(1, (end - from) / step)) })
+    }
+    reads++
+    return route.fulfill({ json: result(end - c.columns * step, step, c.columns) })
+  })
+  await page.addInitScript(() => {
+    window.__timings = []
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__timings.push({ name: e.name, start: e.startTime, end: e.startTime + e.duration, detail: e.detail ?? null })
+    }).observe({ entryTypes: ['mark', 'measure'] })
+  })
+  await page.goto(`${server.base}/?range=1w&s=nfs.ops;by:latency;d:heatmap`)
+  await page.getByTestId('heatmap-chart').waitFor({ timeout: 60_000 })
+  await page.waitForTimeout(SECONDS * 1000)
+  const timings = await page.evaluate(() => window.__timings)
+  const cells = Number(await page.getByTestId('heatmap-rows').getAttribute('data-rows').then((r) => r.split(',').length)) * c.columns
+  await page.close()
+  // An update: from the mark of new data to the end of the heat map's next drawing.
+  const marks = timings.filter((t) => t.name === 'loupe:heatmap-data')
+  const drawn = timings.filter((t) => t.name === 'loupe:chart-drawn' && t.detail === 'heatmap-chart')
+  const updates = []
+  for (const m of marks) {
+    const d = drawn.find((x) => x.end >= m.start)
+    if (d) updates.push(d.end - m.start)
+  }
+  const ms = updates.slice(1) // the first is the page's first paint, not an update
+  if (errors.length) throw new Error(`${c.name}: page errors: ${errors.join('; ')}`)
+  if (ms.length < SECONDS / 2) throw new Error(`${c.name}: only ${ms.length} updates in ${SECONDS} s (reads ${reads}, tails ${tails})`)
+  const draws = drawn.map((d) => d.end - d.start)
+  return {
+    columns: c.columns,
+    cells,
+    step_s: step,
+    updates: ms.length,
+    full_reads: reads,
+    tail_reads: tails,
+    update_median_ms: pct(ms, 50),
+    update_p95_ms: pct(ms, 95),
+    update_max_ms: Math.max(...ms),
+    draw_median_ms: pct(draws, 50),
+  }
+}
+
+const server = await startLoupe({ backfill: 30, readyMs: 120_000 })
+const browser = await launch()
+const out = { started: new Date().toISOString(), seconds: SECONDS, cases: {} }
+try {
+  for (const c of CASES) {
+    process.stdout.write(`${c.name} ... `)
+    out.cases[c.name] = await runCase(browser, server, c)
+    console.log(JSON.stringify(out.cases[c.name]))
+  }
+  const cap = out.cases.server_cap_769_columns
+  const peer = out.cases.peer_4x_cap_3076_columns
+  out.summary = {
+    target: 'each update under 30 ms at the server cap (about 20k cells)',
+    met: cap.update_p95_ms < 30,
+    peer_ratio_median: peer.update_median_ms / cap.update_median_ms,
+  }
+  console.log(JSON.stringify(out.summary))
+} finally {
+  await browser.close()
+  await server.stop()
+}
+const file = arg('out', join(repoRoot, 'bench', 'results', `ui-${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.json`))
+mkdirSync(join(repoRoot, 'bench', 'results'), { recursive: true })
+writeFileSync(file, JSON.stringify(out, null, 1) + '\n')
+console.log(`wrote ${file}`)
