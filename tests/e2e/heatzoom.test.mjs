@@ -11,7 +11,7 @@ import { demoInBrowser, setupProblem, until } from './server.mjs'
 const skip = setupProblem()
 if (skip) it(`end-to-end heat-map zoom (skipped: ${skip})`, { skip }, () => {})
 
-// The heat map's grid inside its canvas (charts/heatmap/transform.ts: grid).
+// The heat map's grid inside its canvas (charts/heatmap/transform.ts: HEAT_GRID).
 const GRID = { left: 70, right: 16, top: 12, bottom: 50 }
 const rate = (text) => Number(text.replace(/,/g, '').match(/[\d.]+/)[0])
 
@@ -41,7 +41,7 @@ describe('Loupe heat-map bucket zoom in Chromium', { skip: skip ?? false }, () =
     const { page } = t
     await page.mouse.move(2, 2)
     await page.mouse.move(p.x, p.y)
-    const tip = chart().locator('div[style*="z-index: 9999999"]')
+    const tip = t.page.getByTestId('heatmap-tip')
     return until('a tooltip', async () => (await tip.count()) && (await tip.first().isVisible()) && (await tip.first().textContent()), 1_500, 100).catch(() => '')
   }
   /** A column where the tooltips at both buckets' rows name them: there are cells to press and release on. */
@@ -103,7 +103,7 @@ describe('Loupe heat-map bucket zoom in Chromium', { skip: skip ?? false }, () =
     // the drawn rows are those buckets: hovering the lowest and the highest row names them
     await column(want, labels, from, to)
     await page.mouse.move(2, 2)
-    await until('the tooltip gone', async () => !(await chart().locator('div[style*="z-index: 9999999"]').first().isVisible()), 3_000, 100)
+    await until('the tooltip gone', async () => !(await t.page.getByTestId('heatmap-tip').isVisible()), 3_000, 100)
     await t.shot('heatzoom-zoomed')
     assert.deepEqual(t.consoleErrors, [])
   })

@@ -79,6 +79,8 @@ interface Props {
   times?: number[]
   /** Filled with a function that draws the chart as a PNG data: URL (for "save as PNG"). */
   exporter?: MutableRefObject<(() => string) | null>
+  /** A canvas drawn beneath the chart, its size and place (a heat map's cells): the PNG has it too. */
+  underlay?: MutableRefObject<HTMLCanvasElement | null>
 }
 
 /** A chart in a crosshair group, as the group's other charts reach it. */
@@ -185,9 +187,24 @@ function toChartEvent(p: RawParams): ChartEvent {
   }
 }
 
+/** The chart as a PNG data: URL at twice its size, on the card's colour, over `under` when there is one. */
+function pngOf(c: echarts.ECharts, under: HTMLCanvasElement | null): string {
+  if (!under) return c.getDataURL({ type: 'png', pixelRatio: 2, backgroundColor: cssVar('--panel') })
+  const top = c.renderToCanvas({ pixelRatio: 2, backgroundColor: 'transparent' })
+  const out = document.createElement('canvas')
+  out.width = top.width
+  out.height = top.height
+  const ctx = out.getContext('2d')!
+  ctx.fillStyle = cssVar('--panel')
+  ctx.fillRect(0, 0, out.width, out.height)
+  ctx.drawImage(under, 0, 0, out.width, out.height)
+  ctx.drawImage(top, 0, 0)
+  return out.toDataURL('image/png')
+}
+
 const EVENT_NAMES: ChartEventName[] = ['click', 'mousedown', 'mouseup', 'mouseover']
 
-export function EChart({ option, onEvents, style, className, testId, ariaLabel, group, times, exporter }: Props) {
+export function EChart({ option, onEvents, style, className, testId, ariaLabel, group, times, exporter, underlay }: Props) {
   const el = useRef<HTMLDivElement>(null)
   const chart = useRef<echarts.ECharts | null>(null)
   const shown = useRef<ChartOption | null>(null)
@@ -208,7 +225,7 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
     }
     const ro = new ResizeObserver(() => c.resize())
     ro.observe(div)
-    if (exporter) exporter.current = () => c.getDataURL({ type: 'png', pixelRatio: 2, backgroundColor: cssVar('--panel') })
+    if (exporter) exporter.current = () => pngOf(c, underlay?.current ?? null)
     return () => {
       if (exporter) exporter.current = null
       ro.disconnect()

@@ -7,6 +7,7 @@ import { EChart } from '../../components/EChart'
 import { formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
 import type { Band, HeatmapOptions } from './model'
+import { RasterPlot } from './Raster'
 import { bandBetween, bandLabel, bandRate, bucketRates, toHeatmapOption, zoomBuckets } from './transform'
 
 interface Props extends HeatmapOptions {
@@ -45,9 +46,8 @@ function BucketSelect(props: { label: string; value: number; onChange: (e: numbe
   )
 }
 
-function exponentAt(r: HeatmapResult, value: unknown): number | null {
-  const y = Array.isArray(value) ? value[1] : undefined
-  return typeof y === 'number' ? (r.buckets[y]?.index ?? null) : null
+function exponentAt(r: HeatmapResult, row: number | null): number | null {
+  return row === null ? null : (r.buckets[row]?.index ?? null)
 }
 
 const overlaps = (a: Band, b: Band) => a.lo <= b.hi && b.lo <= a.hi
@@ -66,13 +66,14 @@ export function HeatmapView(props: Props) {
     return Math.round(sum * 1000) / 1000
   }, [shown])
   const option = useMemo(
-    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, annotations }),
+    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, annotations, raster: true }),
     [shown, valueUnit, rateUnit, selection, annotations],
   )
   // Over every bucket, so that a band outside the zoom keeps its rate; the table lists the zoom's.
   const rates = useMemo(() => bucketRates(result), [result])
   const listed = zoom ? rates.filter((r) => r.index >= zoom.lo && r.index <= zoom.hi) : rates
   const anchor = useRef<number | null>(null)
+  const raster = useRef<HTMLCanvasElement | null>(null)
   const first = result.buckets[0]?.index ?? 0
   const last = result.buckets[result.buckets.length - 1]?.index ?? 0
   const [lo, setLo] = useState<number | null>(null)
@@ -89,29 +90,34 @@ export function HeatmapView(props: Props) {
     <div className="hm">
       <div className="hm-main" data-testid="heatmap-rows" data-rows={shown.buckets.map((b) => b.index).join(',')} data-end={shown.end} data-newest={newest}>
         {shown.buckets.length > 0 ? (
-          <EChart
-            exporter={exporter}
-            option={option}
-            group={group}
-            times={shown.timestamps}
-            className="hm-chart"
-            testId="heatmap-chart"
-            ariaLabel={`heat map of ${result.dim}${zoom ? `, zoomed to ${zoomText}` : ''}${annotationsText(clipAnnotations(annotations ?? [], result.start, result.end))}`}
-            onEvents={{
-              mousedown: (e) => {
-                anchor.current = exponentAt(shown, e.value)
-              },
-              mouseup: (e) => {
-                const y = exponentAt(shown, e.value)
-                const from = anchor.current
-                anchor.current = null
-                if (y === null) return
-                if (e.shiftKey && from !== null && from !== y) onZoom(bandBetween(from, y))
-                else if (e.shiftKey && selection) pick(bandBetween(Math.min(selection.lo, y), Math.max(selection.hi, y)))
-                else pick(bandBetween(from ?? y, y))
-              },
+          <RasterPlot
+            result={shown}
+            rateUnit={rateUnit}
+            canvas={raster}
+            onPress={(row) => {
+              anchor.current = exponentAt(shown, row)
             }}
-          />
+            onRelease={(row, shift) => {
+              const y = exponentAt(shown, row)
+              const from = anchor.current
+              anchor.current = null
+              if (y === null) return
+              if (shift && from !== null && from !== y) onZoom(bandBetween(from, y))
+              else if (shift && selection) pick(bandBetween(Math.min(selection.lo, y), Math.max(selection.hi, y)))
+              else pick(bandBetween(from ?? y, y))
+            }}
+          >
+            <EChart
+              exporter={exporter}
+              underlay={raster}
+              option={option}
+              group={group}
+              times={shown.timestamps}
+              className="hm-chart"
+              testId="heatmap-chart"
+              ariaLabel={`heat map of ${result.dim}${zoom ? `, zoomed to ${zoomText}` : ''}${annotationsText(clipAnnotations(annotations ?? [], result.start, result.end))}`}
+            />
+          </RasterPlot>
         ) : (
           <div className="hm-chart empty" data-testid="zoom-empty">
             No bucket of {zoomText} has events in this range.{' '}

@@ -9,13 +9,21 @@ import {
   bucketAxisLabel,
   bucketPosition,
   bucketRates,
+  cellAtPoint,
   cellData,
+  cellEdges,
+  cellsRange,
+  cellTip,
   cropOutliers,
   heatmapCsv,
   mergeTail,
   nextCrop,
   colorRange,
   onSharedScales,
+  parseColor,
+  rasterGrid,
+  scaleColor,
+  HEAT_GRID,
   toHeatmapOption,
   zoomBuckets,
   zoomLabel,
@@ -299,4 +307,72 @@ describe('mergeTail', () => {
     ['an empty tail', tail({ timestamps: [], cells: [] })],
     ['an older tail (a late answer)', tail({ start: 110, end: 120, timestamps: [110], cells: [[0, 0, 9]] })],
   ])('leaves the base as it is with %s', (_, t) => expect(mergeTail(base, t)).toBe(base))
+})
+
+describe('the raster of cells', () => {
+  it('puts each cell at column * rows + row with its rate, and its level along the colour key', () => {
+    const r = heatmap()
+    const g = rasterGrid(r)
+    expect([g.cols, g.rows]).toEqual([3, 3])
+    // cells [0,0,100] [0,2,1] [1,1,1000] [2,0,10] [2,2,0]: log10 1 .. 3 spans the key
+    expect([...g.rate].map((v) => (Number.isNaN(v) ? null : v))).toEqual([100, null, 1, null, 1000, null, 10, null, null])
+    expect([...g.level]).toEqual([2 / 3, -1, 0, -1, 1, -1, 1 / 3, -1, -1].map((v) => Math.fround(v)))
+    // as the colour key (the option's visualMap) maps the same cells
+    const vm = toHeatmapOption(r, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, raster: true }).visualMap as { min: number; max: number }
+    expect([vm.min, vm.max]).toEqual([0, 3])
+    expect(cellsRange(r.cells)).toEqual(colorRange(cellData(r.cells)))
+  })
+
+  it('leaves the cells out of the option when a raster draws them, and keeps the rest', () => {
+    const r = heatmap()
+    const drawn = toHeatmapOption(r, { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 10, hi: 11 }, raster: true })
+    const own = toHeatmapOption(r, { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 10, hi: 11 } })
+    const series = (o: typeof drawn) => (o.series as { data: unknown[]; markArea?: unknown }[])[0]!
+    expect(series(drawn).data).toEqual([])
+    expect(series(own).data).toHaveLength(4)
+    expect(series(drawn).markArea).toEqual(series(own).markArea)
+    expect(drawn.grid).toEqual(HEAT_GRID)
+  })
+
+  it('shares one colour scale when given one', () => {
+    const g = rasterGrid(heatmap(), { min: 0, max: 4 })
+    expect(g.level[4]).toBe(0.75)
+  })
+
+  it.each([
+    ['#fff', [255, 255, 255]],
+    ['#1a2B3c', [26, 43, 60]],
+    ['rgb(1, 2, 3)', [1, 2, 3]],
+    ['rgba(10,20,30,0.5)', [10, 20, 30]],
+    [' rgb(4 5 6) ', [4, 5, 6]],
+    ['var(--x)', null],
+    ['', null],
+  ])('reads the colour %s', (css, rgb) => expect(parseColor(css)).toEqual(rgb))
+
+  it('blends between the scale stops as the colour key does', () => {
+    const stops: [number, number, number][] = [[0, 0, 0], [100, 200, 255], [200, 0, 0]]
+    expect(scaleColor(stops, 0)).toEqual([0, 0, 0])
+    expect(scaleColor(stops, 0.25)).toEqual([50, 100, 128])
+    expect(scaleColor(stops, 0.5)).toEqual([100, 200, 255])
+    expect(scaleColor(stops, 1)).toEqual([200, 0, 0])
+    expect(scaleColor(stops, 7)).toEqual([200, 0, 0])
+  })
+
+  it('finds the cell under a point, the lowest bucket at the bottom, and none off the plot', () => {
+    // a plot of 100 x 40 px inside the margins: 4 columns of 25 px, 2 rows of 20 px
+    const [w, h] = [HEAT_GRID.left + HEAT_GRID.right + 100, HEAT_GRID.top + HEAT_GRID.bottom + 40]
+    const at = (x: number, y: number) => cellAtPoint(w, h, 4, 2, HEAT_GRID.left + x, HEAT_GRID.top + y)
+    expect(at(0, 0)).toEqual({ col: 0, row: 1 })
+    expect(at(99, 39)).toEqual({ col: 3, row: 0 })
+    expect(at(30, 25)).toEqual({ col: 1, row: 0 })
+    expect([at(-1, 5), at(100, 5), at(5, -1), at(5, 40)]).toEqual([null, null, null, null])
+    // and the cell drawn there covers that point
+    const { xs, ys } = cellEdges(w, h, 4, 2)
+    expect([...xs]).toEqual([0, 25, 50, 75, 100].map((x) => HEAT_GRID.left + x))
+    expect([...ys]).toEqual([40, 20, 0].map((y) => HEAT_GRID.top + y))
+  })
+
+  it('says what a cell is in its tooltip', () => {
+    expect(cellTip(heatmap(), 1, 1, 1000, 'ops/s')).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/), 'latency 2.05 µs – 4.1 µs', '1,000 ops/s'])
+  })
 })

@@ -35,6 +35,20 @@ export function colorRange(data: [number, number, number, number][]): { min: num
   return { min, max }
 }
 
+/** colorRange of sparse [time, bucket, rate] cells, without building their cellData. */
+export function cellsRange(cells: number[][]): { min: number; max: number } {
+  let min = Infinity
+  let max = -Infinity
+  for (const [, , v] of cells) {
+    if (!(v! > 0)) continue
+    const lg = Math.log10(v!)
+    if (lg < min) min = lg
+    if (lg > max) max = lg
+  }
+  if (min > max) return { min: 0, max: 1 }
+  return { min: max - min < 0.5 ? max - 1 : min, max }
+}
+
 /**
  * Heat maps to be read side by side, on one bucket axis and one colour scale: the buckets
  * any of them has, in order, so one row is one latency in all of them; cells moved to
@@ -81,9 +95,12 @@ function categoryAxis(data: string[]) {
   }
 }
 
+/** The plot's margins inside a heat map's chart, px: the cells fill what is left. */
+export const HEAT_GRID = { left: 70, right: 16, top: 12, bottom: 50 }
+
 export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOption {
-  const data = cellData(r.cells)
-  const { min, max } = opts.colors ?? colorRange(data)
+  const data = opts.raster ? [] : cellData(r.cells)
+  const { min, max } = opts.colors ?? cellsRange(r.cells)
   const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
   const rows = opts.selection ? bandRows(r, opts.selection) : null
   const series: HeatmapSeries = {
@@ -112,19 +129,20 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
     : []
   return {
     animation: false,
-    grid: { left: 70, right: 16, top: 12, bottom: 50 },
+    grid: { ...HEAT_GRID },
     tooltip: {
       confine: true,
       formatter: (p: unknown) => {
         const d = (p as { data?: number[] }).data
         if (!d) return ''
-        const bucket = r.buckets[d[1]!]
-        const ts = r.timestamps[d[0]!]
-        return `${ts !== undefined ? formatDateTime(ts) : ''}<br/>${r.dim} ${bucket?.label ?? ''}<br/><b>${formatRate(d[3]!, opts.rateUnit)}</b>`
+        const [time, bucket, rate] = cellTip(r, d[0]!, d[1]!, d[3]!, opts.rateUnit)
+        return `${time}<br/>${bucket}<br/><b>${rate}</b>`
       },
     },
     xAxis: {
       ...categoryAxis(r.timestamps.map((t) => formatTick(t, r.end - r.start))),
+      // about ten time labels: ECharts' own choice measures every label, some 10 ms for 769 columns
+      axisLabel: { color: CHART.text, hideOverlap: true, interval: Math.max(0, Math.ceil(r.timestamps.length / 10) - 1) },
       // the shared crosshair: a line at the time hovered here or on another chart of the worksheet
       axisPointer: { show: true, type: 'line', triggerTooltip: false, label: { show: false }, lineStyle: { color: CHART.axis } },
     },
@@ -295,4 +313,83 @@ export function mergeTail(base: HeatmapResult, tail: HeatmapResult | null | unde
   let max = 0
   for (const c of cells) max = Math.max(max, c[2]!)
   return { ...base, start, end, timestamps, buckets, cells, total, max }
+}
+
+/** What a cell's tooltip says: its time, its bucket, its rate. */
+export function cellTip(r: Pick<HeatmapResult, 'timestamps' | 'buckets' | 'dim'>, col: number, row: number, rate: number, rateUnit: string): [string, string, string] {
+  const ts = r.timestamps[col]
+  return [ts !== undefined ? formatDateTime(ts) : '', `${r.dim} ${r.buckets[row]?.label ?? ''}`, formatRate(rate, rateUnit)]
+}
+
+/**
+ * The raster of a heat map: per cell (index col * rows + row), its rate (NaN: empty) and its
+ * level, 0..1 along the colour scale as the colour key maps log10 of the rate. Typed arrays, so
+ * that a 20k-cell map updated each second makes no garbage per cell.
+ */
+export interface Raster {
+  cols: number
+  rows: number
+  rate: Float64Array
+  level: Float32Array
+}
+
+export function rasterGrid(r: Pick<HeatmapResult, 'cells' | 'timestamps' | 'buckets'>, colors?: { min: number; max: number }): Raster {
+  const cols = r.timestamps.length
+  const rows = r.buckets.length
+  const rate = new Float64Array(cols * rows).fill(NaN)
+  for (const [t, b, v] of r.cells) {
+    if (t === undefined || b === undefined || v === undefined || !(v > 0) || t >= cols || b >= rows) continue
+    rate[t * rows + b] = v
+  }
+  const range = colors ?? cellsRange(r.cells)
+  const span = range.max - range.min || 1
+  const level = new Float32Array(cols * rows).fill(-1)
+  for (let i = 0; i < rate.length; i++) {
+    const v = rate[i]!
+    if (v > 0) level[i] = Math.min(1, Math.max(0, (Math.log10(v) - range.min) / span))
+  }
+  return { cols, rows, rate, level }
+}
+
+/** [r, g, b] of a CSS colour written as #rgb, #rrggbb or rgb()/rgba(); null for anything else. */
+export function parseColor(css: string): [number, number, number] | null {
+  const s = css.trim()
+  let m = /^#([0-9a-f]{3})$/i.exec(s)
+  if (m) return [...m[1]!].map((h) => parseInt(h + h, 16)) as [number, number, number]
+  m = /^#([0-9a-f]{6})$/i.exec(s)
+  if (m) return [0, 2, 4].map((i) => parseInt(m![1]!.slice(i, i + 2), 16)) as [number, number, number]
+  m = /^rgba?\(\s*(\d+)[\s,]+(\d+)[\s,]+(\d+)/i.exec(s)
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null
+}
+
+/** The colour at `t` (0..1) of a scale, linear between its evenly spaced stops (as ECharts' continuous colour key). */
+export function scaleColor(stops: [number, number, number][], t: number): [number, number, number] {
+  if (stops.length === 1) return stops[0]!
+  const x = Math.min(1, Math.max(0, t)) * (stops.length - 1)
+  const i = Math.min(stops.length - 2, Math.floor(x))
+  const f = x - i
+  const [a, b] = [stops[i]!, stops[i + 1]!]
+  return [0, 1, 2].map((k) => Math.round(a[k]! + (b[k]! - a[k]!) * f)) as [number, number, number]
+}
+
+/** The cell under a point (px from the chart's top-left) of a chart `width` x `height`, or null off the plot. */
+export function cellAtPoint(width: number, height: number, cols: number, rows: number, x: number, y: number): { col: number; row: number } | null {
+  const w = width - HEAT_GRID.left - HEAT_GRID.right
+  const h = height - HEAT_GRID.top - HEAT_GRID.bottom
+  const fx = (x - HEAT_GRID.left) / w
+  const fy = (y - HEAT_GRID.top) / h
+  if (!(cols > 0 && rows > 0 && w > 0 && h > 0) || fx < 0 || fx >= 1 || fy < 0 || fy >= 1) return null
+  return { col: Math.floor(fx * cols), row: rows - 1 - Math.floor(fy * rows) }
+}
+
+/** The px edges of a raster's columns (cols + 1, left to right) and rows (rows + 1, bottom row first, so downwards), rounded so that neighbours meet without a gap or an overlap. */
+export function cellEdges(width: number, height: number, cols: number, rows: number): { xs: Int32Array; ys: Int32Array } {
+  const w = width - HEAT_GRID.left - HEAT_GRID.right
+  const h = height - HEAT_GRID.top - HEAT_GRID.bottom
+  const xs = new Int32Array(cols + 1)
+  const ys = new Int32Array(rows + 1)
+  for (let c = 0; c <= cols; c++) xs[c] = HEAT_GRID.left + Math.round((c * w) / cols)
+  // row 0 is the lowest bucket: its bottom edge is the plot's bottom
+  for (let r = 0; r <= rows; r++) ys[r] = HEAT_GRID.top + Math.round(((rows - r) * h) / rows)
+  return { xs, ys }
 }
