@@ -2,8 +2,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api, unwrap, type AlertRuleBody, type Schemas } from './client'
 
+/** The rules with their state, and the bounds of per-element rules. */
 export function useAlertRules() {
-  return useQuery({ queryKey: ['alerts'], queryFn: async () => unwrap(await api.GET('/api/v1/alerts')).rules, refetchInterval: 5_000 })
+  return useQuery({ queryKey: ['alerts'], queryFn: async () => unwrap(await api.GET('/api/v1/alerts')), refetchInterval: 5_000 })
 }
 
 type EventQuery = { start?: string; end?: string; kind?: Schemas['EventPublic']['kind'][]; limit?: number; open_before?: boolean }

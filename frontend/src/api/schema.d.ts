@@ -31,10 +31,10 @@ export interface paths {
         };
         /** One alert rule and its state */
         get: operations["get_rule_api_v1_alerts__rule_id__get"];
-        /** Replace an alert rule (admin); an open alert is cleared and evaluation starts afresh */
+        /** Replace an alert rule (admin); its open alerts are cleared and evaluation starts afresh */
         put: operations["update_rule_api_v1_alerts__rule_id__put"];
         post?: never;
-        /** Delete an alert rule (admin); an open alert is cleared, the log keeps its events */
+        /** Delete an alert rule (admin); its open alerts are cleared, the log keeps its events */
         delete: operations["delete_rule_api_v1_alerts__rule_id__delete"];
         options?: never;
         head?: never;
@@ -809,8 +809,31 @@ export interface components {
             /** Rss Bytes */
             rss_bytes: number;
         };
+        /** AlertElementPublic */
+        AlertElementPublic: {
+            /**
+             * Element
+             * @description The element of the rule's breakdown, e.g. a client address
+             */
+            element: string;
+            /**
+             * Since
+             * @description When its alert fired (unix seconds)
+             */
+            since: number;
+            /**
+             * Value
+             * @description Its newest evaluated second's value
+             */
+            value: number | null;
+        };
         /** AlertRuleBody */
         AlertRuleBody: {
+            /**
+             * By
+             * @description Fire per element of this dimension (e.g. client: "any client above"), each with its own state and events; absent: on the total. Each second the busiest elements are checked (top_elements of the rule list), and at most max_open of a rule's alerts are open at once
+             */
+            by?: string | null;
             /**
              * Clear S
              * @description An open alert clears after this many seconds without it
@@ -889,11 +912,23 @@ export interface components {
         };
         /** AlertRuleList */
         AlertRuleList: {
+            /**
+             * Max Open
+             * @description Per-element rules: alerts of one rule open at once, at most
+             */
+            max_open: number;
             /** Rules */
             rules: components["schemas"]["AlertRulePublic"][];
+            /**
+             * Top Elements
+             * @description Per-element rules: the busiest elements checked each second
+             */
+            top_elements: number;
         };
         /** AlertRulePublic */
         AlertRulePublic: {
+            /** By */
+            by: string | null;
             /** Clear S */
             clear_s: number;
             /**
@@ -955,7 +990,7 @@ export interface components {
         AlertStatePublic: {
             /**
              * Active
-             * @description The alert is open: it fired and has not cleared
+             * @description An alert of the rule is open: it fired and has not cleared
              */
             active: boolean;
             /**
@@ -964,15 +999,45 @@ export interface components {
              */
             checked_upto: number | null;
             /**
+             * Elements Seen
+             * @description Per element: elements of the breakdown in the newest evaluated seconds
+             */
+            elements_seen: number | null;
+            /**
+             * Open
+             * @description Per element: the open alerts, oldest first
+             */
+            open: components["schemas"]["AlertElementPublic"][];
+            /**
+             * Open Count
+             * @description Alerts of the rule open now (0 or 1 for a total)
+             */
+            open_count: number;
+            /**
              * Since
-             * @description When it fired (unix seconds)
+             * @description When it fired (unix seconds); per element, the first still open
              */
             since: number | null;
             /**
              * Value
-             * @description The newest evaluated second's value
+             * @description The newest evaluated second's value; per element, that of the busiest element checked (for a 'below' rule, the quietest)
              */
             value: number | null;
+            /**
+             * Value Element
+             * @description Per element: whose value `value` is
+             */
+            value_element: string | null;
+            /**
+             * Withheld
+             * @description Per element: elements holding the condition long enough now but not opened, since max_open alerts of the rule are open
+             */
+            withheld: number;
+            /**
+             * Withheld Total
+             * @description Per element: elements withheld so, each counted once per run, since the rule was last saved
+             */
+            withheld_total: number;
         };
         /** AuditEntry */
         AuditEntry: {
@@ -1431,7 +1496,7 @@ export interface components {
         EventList: {
             /**
              * Active
-             * @description Alerts open now
+             * @description Alerts open now (each element of a per-element rule counts)
              */
             active: number;
             /**
@@ -1455,6 +1520,16 @@ export interface components {
              * @enum {string}
              */
             delivery: "none" | "pending" | "delivered" | "failed";
+            /**
+             * Dim
+             * @description A per-element rule's event: the dimension of its breakdown
+             */
+            dim?: string | null;
+            /**
+             * Element
+             * @description A per-element rule's event: which element (e.g. a client address); null for a rule on the total
+             */
+            element?: string | null;
             /** Id */
             id: number;
             /**

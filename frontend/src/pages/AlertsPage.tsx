@@ -8,15 +8,15 @@ import { can } from '../auth/roles'
 import type { Me } from '../auth/session'
 import { ErrorLine } from '../components/ErrorLine'
 import { MetricOptions } from '../components/MetricOptions'
-import { bodyOf, DAYS, deliveryText, draftOf, KIND_TEXT, newDraft, ruleText, type Day, type Draft, type Duration, type DurationUnit } from '../lib/alerts'
+import { bodyOf, boundsText, DAYS, deliveryText, dimNoun, draftOf, KIND_TEXT, newDraft, openCount, perElementDims, ruleText, type Day, type Draft, type Duration, type DurationUnit } from '../lib/alerts'
 import { formatDateTime, sig3 } from '../lib/format'
 import { navigate, useLocation } from '../state/router'
 import { decodeStatistic, EMPTY_WORKSHEET, encodeStatistic, makeStatistic, type Statistic } from '../state/url'
 import { openWorksheet } from '../state/useWorksheet'
 
-/** The alerts page, its form open on a chart's statistic. */
+/** The alerts page, its form open on a chart's statistic (per element of its breakdown, if any). */
 export function openAlertFor(stat: Statistic) {
-  navigate(`/alerts?new=${encodeURIComponent(encodeStatistic(makeStatistic(stat.metric, null, stat.where)))}`)
+  navigate(`/alerts?new=${encodeURIComponent(encodeStatistic(makeStatistic(stat.metric, stat.by ?? null, stat.where)))}`)
 }
 
 function DurationInput({ label, value, onChange, testId, allowZero }: { label: string; value: Duration; onChange: (d: Duration) => void; testId: string; allowZero?: boolean }) {
@@ -41,12 +41,19 @@ function DurationInput({ label, value, onChange, testId, allowZero }: { label: s
   )
 }
 
-function RuleForm({ rule, initial, metrics, onDone }: { rule: AlertRulePublic | null; initial: Draft; metrics: MetricPublic[]; onDone: () => void }) {
+interface Bounds {
+  top: number
+  maxOpen: number
+}
+
+function RuleForm({ rule, initial, metrics, bounds, onDone }: { rule: AlertRulePublic | null; initial: Draft; metrics: MetricPublic[]; bounds: Bounds; onDone: () => void }) {
   const save = useSaveAlert()
   const [d, setD] = useState<Draft>(initial)
   const [problem, setProblem] = useState<string | null>(null)
   const set = (patch: Partial<Draft>) => setD((x) => ({ ...x, ...patch }))
-  const unit = metrics.find((m) => m.name === d.metric)?.unit ?? ''
+  const metric = metrics.find((m) => m.name === d.metric)
+  const unit = metric?.unit ?? ''
+  const dims = perElementDims(metric)
 
   function submit(e: FormEvent) {
     e.preventDefault()
@@ -71,13 +78,36 @@ function RuleForm({ rule, initial, metrics, onDone }: { rule: AlertRulePublic | 
         </label>
         <label className="field">
           <span>Statistic</span>
-          <select value={d.metric} onChange={(e) => set({ metric: e.target.value })} data-testid="alert-metric">
+          <select
+            value={d.metric}
+            onChange={(e) => {
+              const next = perElementDims(metrics.find((m) => m.name === e.target.value))
+              set({ metric: e.target.value, by: next.includes(d.by) ? d.by : '' })
+            }}
+            data-testid="alert-metric"
+          >
             <MetricOptions metrics={metrics} />
           </select>
         </label>
         <label className="field">
           <span>Filters (dim=value, space-separated)</span>
           <input value={d.filters} onChange={(e) => set({ filters: e.target.value })} placeholder="e.g. op=read client=10.0.0.7" data-testid="alert-filters" />
+        </label>
+        <label className="field">
+          <span>Fire for</span>
+          <select value={d.by} onChange={(e) => set({ by: e.target.value })} data-testid="alert-by">
+            <option value="">the total</option>
+            {dims.map((dim) => (
+              <option key={dim} value={dim}>
+                each {dimNoun(dim)} on its own
+              </option>
+            ))}
+          </select>
+          {d.by && (
+            <span className="muted small" data-testid="alert-by-note">
+              each {dimNoun(d.by)} that crosses the threshold fires, and clears, on its own; the {bounds.top} busiest are checked each second, at most {bounds.maxOpen} open at once
+            </span>
+          )}
         </label>
         <div className="field">
           <span>Condition</span>
@@ -164,22 +194,45 @@ function RuleForm({ rule, initial, metrics, onDone }: { rule: AlertRulePublic | 
 
 function StateBadge({ rule }: { rule: AlertRulePublic }) {
   if (!rule.enabled) return <span className="state-badge state-badge-idle">disabled</span>
-  if (rule.state.active)
+  const s = rule.state
+  if (s.active && rule.by)
+    return (
+      <span className="state-badge state-badge-bad" data-testid="alert-open" title={`the first opened ${formatDateTime(s.since ?? 0)}`}>
+        {s.open_count} open
+      </span>
+    )
+  if (s.active)
     return (
       <span className="state-badge state-badge-bad" data-testid="alert-open">
-        open since {formatDateTime(rule.state.since ?? 0)}
+        open since {formatDateTime(s.since ?? 0)}
       </span>
     )
   return <span className="state-badge state-badge-ok">ok</span>
 }
 
+/** A per-element rule's open alerts: each element, since when and its value. */
+function OpenElements({ rule }: { rule: AlertRulePublic }) {
+  if (!rule.by || !rule.state.open.length) return null
+  return (
+    <ul className="alert-elements" data-testid="alert-open-elements" aria-label={`open alerts of ${rule.name}`}>
+      {rule.state.open.map((o) => (
+        <li key={o.element} data-testid="alert-open-element" data-element={o.element}>
+          {dimNoun(rule.by!)} <b>{o.element || '(none)'}</b> since {formatDateTime(o.since)}
+          {o.value != null && <span className="muted"> · {sig3(o.value)} {rule.unit}</span>}
+        </li>
+      ))}
+    </ul>
+  )
+}
+
 function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic) => void }) {
-  const rules = useAlertRules()
+  const list = useAlertRules()
   const del = useDeleteAlert()
   const test = useTestAlert()
   const [tested, setTested] = useState<{ id: string; text: string } | null>(null)
-  if (rules.error) return <div className="error">{rules.error.message}</div>
-  if (!rules.data) return <div className="loading">Loading…</div>
+  if (list.error) return <div className="error">{list.error.message}</div>
+  if (!list.data) return <div className="loading">Loading…</div>
+  const rules = { data: list.data.rules }
   if (!rules.data.length) return <div className="empty">No alert rules yet.{admin ? ' Make one with “New alert”, or from a chart’s bell.' : ''}</div>
   return (
     <>
@@ -200,6 +253,7 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
             <tr key={r.id} data-testid="alert-rule" data-name={r.name} data-active={r.state.active}>
               <td>
                 <StateBadge rule={r} />
+                <OpenElements rule={r} />
               </td>
               <td className="wrap">
                 <a
@@ -207,15 +261,25 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
                   title="Open this statistic in the worksheet"
                   onClick={(e) => {
                     e.preventDefault()
-                    openWorksheet({ ...EMPTY_WORKSHEET, statistics: [makeStatistic(r.metric, null, r.where, 'line')], range: '1h' })
+                    openWorksheet({ ...EMPTY_WORKSHEET, statistics: [makeStatistic(r.metric, r.by ?? null, r.where, 'line')], range: '1h' })
                   }}
                 >
                   <b>{r.name}</b>
                 </a>
                 <div className="muted small">{r.statistic}</div>
               </td>
-              <td className="wrap">{ruleText(r)}</td>
-              <td className="num">{r.state.value == null ? '–' : `${sig3(r.state.value)} ${r.unit}`}</td>
+              <td className="wrap">
+                {ruleText(r)}
+                {r.by && (
+                  <div className="muted small" data-testid="alert-bounds">
+                    {boundsText(r, list.data.top_elements, list.data.max_open)}
+                  </div>
+                )}
+              </td>
+              <td className="num">
+                {r.state.value == null ? '–' : `${sig3(r.state.value)} ${r.unit}`}
+                {r.by && r.state.value_element != null && <div className="muted small">{`${dimNoun(r.by)} ${r.state.value_element || '(none)'}`}</div>}
+              </td>
               <td className="wrap small">
                 {r.webhook ?? '–'}
                 {r.has_secret && ' (signed)'}
@@ -297,7 +361,7 @@ export function EventLog({ start, limit, compact, kind }: { start: string; limit
       </thead>
       <tbody>
         {events.data.events.map((e) => (
-          <tr key={e.id} data-testid="event" data-kind={e.kind} className={e.delivery !== 'none' && !compact ? 'clickable' : ''} onClick={() => !compact && e.delivery !== 'none' && setOpen(open === e.id ? null : e.id)}>
+          <tr key={e.id} data-testid="event" data-kind={e.kind} data-element={e.element ?? undefined} className={e.delivery !== 'none' && !compact ? 'clickable' : ''} onClick={() => !compact && e.delivery !== 'none' && setOpen(open === e.id ? null : e.id)}>
             <td>{formatDateTime(e.at)}</td>
             <td>
               <span className={`state-badge ${e.kind === 'alert.fired' || e.kind === 'alert.reposted' ? 'state-badge-bad' : e.kind === 'agent.disconnected' ? 'state-badge-off' : 'state-badge-ok'}`}>{KIND_TEXT[e.kind]}</span>
@@ -329,16 +393,19 @@ export function AlertsPage({ me }: { me: Me }) {
     const text = new URLSearchParams(search).get('new')
     return text ? decodeStatistic(text).stat : null
   }, [search])
+  const bounds: Bounds = { top: rules.data?.top_elements ?? 0, maxOpen: rules.data?.max_open ?? 0 }
   const [editing, setEditing] = useState<{ rule: AlertRulePublic | null; draft: Draft; key: number } | null>(null)
   const [logRange, setLogRange] = useState<string>('-24h')
   const list = metrics.data?.metrics ?? []
   // a chart's bell opens the form once, on its statistic
-  const form = editing ?? (admin && fromChart && list.length ? { rule: null, draft: newDraft(fromChart.metric, fromChart.where), key: 0 } : null)
+  // a breakdown the rule cannot fire per element of (a histogram: a heat map's buckets) is left out
+  const chartBy = fromChart?.by && perElementDims(list.find((m) => m.name === fromChart.metric)).includes(fromChart.by) ? fromChart.by : null
+  const form = editing ?? (admin && fromChart && list.length ? { rule: null, draft: newDraft(fromChart.metric, fromChart.where, chartBy), key: 0 } : null)
   const close = () => {
     setEditing(null)
     if (fromChart) navigate('/alerts', { replace: true })
   }
-  const active = rules.data?.filter((r) => r.state.active).length ?? 0
+  const active = openCount(rules.data?.rules)
 
   return (
     <main className="page admin-page">
@@ -357,10 +424,10 @@ export function AlertsPage({ me }: { me: Me }) {
         <section className="panel" aria-label={form.rule ? 'Edit alert' : 'New alert'}>
           <div className="panel-head">
             <h2>{form.rule ? `Edit “${form.rule.name}”` : 'New alert'}</h2>
-            <span className="muted small">checked every second, a few seconds behind now; changing a rule clears its open alert and starts afresh</span>
+            <span className="muted small">checked every second, a few seconds behind now; changing a rule clears its open alerts and starts afresh</span>
           </div>
           <div className="admin-body">
-            <RuleForm key={form.key} rule={form.rule} initial={form.draft} metrics={list} onDone={close} />
+            <RuleForm key={form.key} rule={form.rule} initial={form.draft} metrics={list} bounds={bounds} onDone={close} />
           </div>
         </section>
       )}

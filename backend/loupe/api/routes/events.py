@@ -40,7 +40,7 @@ def list_events(
     until = {c["opened_by"]: c["at"] for c in book.cleared_for(fired)}
     events = [EventPublic(**{k: r[k] for k in EventPublic.model_fields if k in r}, until=until.get(r["id"]),
                           next_attempt=r["next_at"] if r["delivery"] == "pending" else None) for r in rows]
-    active = sum(1 for rec in book.rules() if (st := loupe.alert_engine.rule_state(rec["id"])) and st.active)
+    active = sum(len(loupe.alert_engine.open_alerts(rec["id"])) for rec in book.rules())
     return EventList(events=events, active=active)
 
 

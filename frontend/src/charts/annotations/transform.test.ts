@@ -46,11 +46,13 @@ describe('event annotations', () => {
       ev({ id: 3, kind: 'alert.cleared', at: 160 }),
       ev({ id: 4, kind: 'agent.disconnected', at: 250, label: 'a1 (nas1)' }),
       ev({ id: 5, kind: 'alert.test', at: 260 }),
+      ev({ id: 6, at: 320, label: 'busy clients', dim: 'client', element: '10.0.0.7' }),
     ], 400)
     expect(got).toEqual([
       { label: 'alert: busy', from: 100, to: 160, kind: 'alert' },
       { label: 'alert: slow (open)', from: 300, to: 400, kind: 'alert' },
       { label: 'a1 (nas1) disconnected', from: 250, to: 251, kind: 'agent' },
+      { label: 'alert: busy clients: client 10.0.0.7 (open)', from: 320, to: 400, kind: 'alert' },
     ])
   })
   it('each kind draws in its own colour and keeps its kind through category spans', () => {
