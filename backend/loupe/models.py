@@ -779,6 +779,7 @@ class AlertRuleList(BaseModel):
     rules: list[AlertRulePublic]
     top_elements: int = Field(description="Per-element rules: the busiest elements checked each second")
     max_open: int = Field(description="Per-element rules: alerts of one rule open at once, at most")
+    names: ClientNames
 
 
 EventKind = Literal["alert.fired", "alert.reposted", "alert.cleared", "alert.test", "agent.connected",
@@ -807,6 +808,7 @@ class EventPublic(BaseModel):
 class EventList(BaseModel):
     events: list[EventPublic] = Field(description="Newest first")
     active: int = Field(description="Alerts open now (each element of a per-element rule counts)")
+    names: ClientNames
 
 
 class DeliveryPublic(BaseModel):

@@ -154,6 +154,8 @@ def test_events_of_a_range_include_alerts_still_open_at_its_start(client):
 def test_a_per_client_rule_fires_for_each_client_over_its_threshold(client, rx):
     now = int(time.time())
     send(client, now - 20, 20, {"10.0.0.7": 100, "10.0.0.8": 80, "10.0.0.9": 5})
+    assert client.put("/api/v1/client-names", json={"entries": [{"address": "10.0.0.7", "name": "nfs-a"}]}
+                      ).status_code == 200
     r = client.post("/api/v1/alerts", json={**RULE, "name": "busy clients", "by": "client", "webhook": rx.url})
     assert r.status_code == 201, r.text
     rule = r.json()
@@ -167,7 +169,9 @@ def test_a_per_client_rule_fires_for_each_client_over_its_threshold(client, rx):
     state = listed["rules"][0]["state"]
     assert state["active"] and state["open_count"] == 2 and state["elements_seen"] >= 2
     assert sorted(o["element"] for o in state["open"]) == ["10.0.0.7", "10.0.0.8"]
-    assert client.get("/api/v1/events").json()["active"] == 2
+    assert listed["names"] == {"10.0.0.7": "nfs-a"}  # the named one of the clients shown
+    log = client.get("/api/v1/events").json()
+    assert log["active"] == 2 and log["names"] == {"10.0.0.7": "nfs-a"}
     # an edit closes both, one clear each, and each post names its client
     r = client.put(f"/api/v1/alerts/{rule['id']}", json={**RULE, "name": "busy clients", "by": "client",
                                                          "threshold": 1000, "webhook": rx.url})

@@ -917,6 +917,13 @@ export interface components {
              * @description Per-element rules: alerts of one rule open at once, at most
              */
             max_open: number;
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
             /** Rules */
             rules: components["schemas"]["AlertRulePublic"][];
             /**
@@ -1504,6 +1511,13 @@ export interface components {
              * @description Newest first
              */
             events: components["schemas"]["EventPublic"][];
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
         };
         /** EventPublic */
         EventPublic: {

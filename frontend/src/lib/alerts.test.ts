@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { AlertRulePublic } from '../api/client'
-import { bodyOf, boundsText, daysText, deliveryText, draftOf, newDraft, openCount, parseFilters, perElementDims, ruleText, toDuration } from './alerts'
+import { bodyOf, boundsText, daysText, deliveryText, draftOf, eventTitle, messageParts, newDraft, openCount, parseFilters, perElementDims, ruleText, toDuration } from './alerts'
 
 const rule = (over: Partial<AlertRulePublic> = {}): AlertRulePublic => ({
   id: 'r', name: 'busy', metric: 'nfs.ops', where: { op: ['read'] }, by: null, condition: 'above', threshold: 50, hold_s: 300, clear_s: 60,
@@ -94,4 +94,29 @@ describe('alerts in words', () => {
     [{ delivery: 'pending', attempts: 1 }, 'retrying (1 attempt failed)'],
     [{ delivery: 'failed', attempts: 5 }, 'failed after 5 attempts'],
   ] as const)('delivery %j', (e, want) => expect(deliveryText(e)).toBe(want))
+})
+
+describe('per-element events, clients by name', () => {
+  const names = { '10.0.0.7': 'nfs-a' }
+  const ev = { label: 'busy clients', dim: 'client', element: '10.0.0.7', message: 'busy clients: NFS operations per second for client 10.0.0.7 above 50 ops/s for 5 min (now 100)' }
+
+  it('titles an event with its element, a client by its name', () => {
+    expect(eventTitle(ev, names)).toBe('busy clients: client nfs-a')
+    expect(eventTitle(ev, {})).toBe('busy clients: client 10.0.0.7')
+    expect(eventTitle({ label: 'slow disks', dim: 'disk', element: 'sda' }, names)).toBe('slow disks: disk sda')
+    expect(eventTitle({ label: 'by op', dim: 'op', element: '' })).toBe('by op: type (none)')
+    expect(eventTitle({ label: 'busy', dim: null, element: null }, names)).toBe('busy')
+  })
+
+  it('names the client in a message, keeping its address for the hover', () => {
+    expect(messageParts(ev, names)).toEqual([
+      { text: 'busy clients: NFS operations per second for client ' },
+      { text: 'nfs-a', address: '10.0.0.7' },
+      { text: ' above 50 ops/s for 5 min (now 100)' },
+    ])
+    // an unnamed client, a total's event and another dimension's element stay as written
+    expect(messageParts(ev, {})).toEqual([{ text: ev.message }])
+    expect(messageParts({ ...ev, dim: null, element: null }, names)).toEqual([{ text: ev.message }])
+    expect(messageParts({ ...ev, dim: 'file', element: '10.0.0.7' }, names)).toEqual([{ text: ev.message }])
+  })
 })

@@ -1,6 +1,7 @@
 // Alert rules as the form edits them, and in words. Pure; tested beside.
 import type { AlertRuleBody, AlertRulePublic, EventPublic, MetricPublic } from '../api/client'
 import { largestUnit } from './format'
+import { addressOf, elementName, type Names } from './names'
 
 export const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const
 export type Day = (typeof DAYS)[number]
@@ -227,7 +228,24 @@ export function perElementDims(m: Pick<MetricPublic, 'dimensions' | 'histograms'
   return (m?.dimensions ?? []).filter((d) => !hist.has(d))
 }
 
-/** An alert event's title: the rule's name, and for a per-element rule its element ("busy: client 10.0.0.7"). */
-export function eventTitle(e: Pick<EventPublic, 'label' | 'dim' | 'element'>): string {
-  return e.element == null ? e.label : `${e.label}: ${dimNoun(e.dim ?? '')} ${e.element || '(none)'}`
+/** An alert event's title: the rule's name, and for a per-element rule its element, a client by
+ * its name ("busy: client nfs-a"). */
+export function eventTitle(e: Pick<EventPublic, 'label' | 'dim' | 'element'>, names?: Names): string {
+  return e.element == null ? e.label : `${e.label}: ${dimNoun(e.dim ?? '')} ${elementName(e.dim, e.element, names)}`
+}
+
+/**
+ * An event's message in pieces, its client element by name: the server writes the element as
+ * "client 10.0.0.7"; a named client reads "client nfs-a" with the address on hover (`address`).
+ */
+export function messageParts(e: Pick<EventPublic, 'message' | 'dim' | 'element'>, names?: Names): { text: string; address?: string }[] {
+  const address = e.element != null ? addressOf(e.dim, e.element, names) : null
+  const phrase = `${e.dim} ${e.element}`
+  const at = address ? e.message.indexOf(phrase) : -1
+  if (!address || at < 0) return [{ text: e.message }]
+  return [
+    { text: e.message.slice(0, at + e.dim!.length + 1) },
+    { text: names![address]!, address },
+    { text: e.message.slice(at + phrase.length) },
+  ].filter((p) => p.text !== '')
 }

@@ -6,10 +6,13 @@ import type { AlertRulePublic, EventPublic, MetricPublic } from '../api/client'
 import { useMetrics } from '../api/hooks'
 import { can } from '../auth/roles'
 import type { Me } from '../auth/session'
+import { elementLabel } from '../charts/palette'
+import { ClientLabel } from '../components/ClientLabel'
 import { ErrorLine } from '../components/ErrorLine'
 import { MetricOptions } from '../components/MetricOptions'
-import { bodyOf, boundsText, DAYS, deliveryText, dimNoun, draftOf, KIND_TEXT, newDraft, openCount, perElementDims, ruleText, type Day, type Draft, type Duration, type DurationUnit } from '../lib/alerts'
+import { bodyOf, boundsText, DAYS, deliveryText, dimNoun, draftOf, KIND_TEXT, messageParts, newDraft, openCount, perElementDims, ruleText, type Day, type Draft, type Duration, type DurationUnit } from '../lib/alerts'
 import { formatDateTime, sig3 } from '../lib/format'
+import { CLIENT_DIM, namedTitle, type Names } from '../lib/names'
 import { navigate, useLocation } from '../state/router'
 import { decodeStatistic, EMPTY_WORKSHEET, encodeStatistic, makeStatistic, type Statistic } from '../state/url'
 import { openWorksheet } from '../state/useWorksheet'
@@ -210,14 +213,23 @@ function StateBadge({ rule }: { rule: AlertRulePublic }) {
   return <span className="state-badge state-badge-ok">ok</span>
 }
 
+/** An element of a rule's breakdown: a client by its name (address on hover), others as they are. */
+function Element({ dim, element, names }: { dim: string; element: string; names: Names | undefined }) {
+  return dim === CLIENT_DIM ? <ClientLabel address={element} names={names} /> : <>{elementLabel(element)}</>
+}
+
 /** A per-element rule's open alerts: each element, since when and its value. */
-function OpenElements({ rule }: { rule: AlertRulePublic }) {
+function OpenElements({ rule, names }: { rule: AlertRulePublic; names: Names | undefined }) {
   if (!rule.by || !rule.state.open.length) return null
   return (
     <ul className="alert-elements" data-testid="alert-open-elements" aria-label={`open alerts of ${rule.name}`}>
       {rule.state.open.map((o) => (
         <li key={o.element} data-testid="alert-open-element" data-element={o.element}>
-          {dimNoun(rule.by!)} <b>{o.element || '(none)'}</b> since {formatDateTime(o.since)}
+          {dimNoun(rule.by!)}{' '}
+          <b>
+            <Element dim={rule.by!} element={o.element} names={names} />
+          </b>{' '}
+          since {formatDateTime(o.since)}
           {o.value != null && <span className="muted"> · {sig3(o.value)} {rule.unit}</span>}
         </li>
       ))}
@@ -233,6 +245,7 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
   if (list.error) return <div className="error">{list.error.message}</div>
   if (!list.data) return <div className="loading">Loading…</div>
   const rules = { data: list.data.rules }
+  const names = list.data.names
   if (!rules.data.length) return <div className="empty">No alert rules yet.{admin ? ' Make one with “New alert”, or from a chart’s bell.' : ''}</div>
   return (
     <>
@@ -253,7 +266,7 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
             <tr key={r.id} data-testid="alert-rule" data-name={r.name} data-active={r.state.active}>
               <td>
                 <StateBadge rule={r} />
-                <OpenElements rule={r} />
+                <OpenElements rule={r} names={names} />
               </td>
               <td className="wrap">
                 <a
@@ -266,7 +279,7 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
                 >
                   <b>{r.name}</b>
                 </a>
-                <div className="muted small">{r.statistic}</div>
+                <div className="muted small">{namedTitle(r.statistic, r.where, names)}</div>
               </td>
               <td className="wrap">
                 {ruleText(r)}
@@ -278,7 +291,11 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
               </td>
               <td className="num">
                 {r.state.value == null ? '–' : `${sig3(r.state.value)} ${r.unit}`}
-                {r.by && r.state.value_element != null && <div className="muted small">{`${dimNoun(r.by)} ${r.state.value_element || '(none)'}`}</div>}
+                {r.by && r.state.value_element != null && (
+                  <div className="muted small">
+                    {dimNoun(r.by)} <Element dim={r.by} element={r.state.value_element} names={names} />
+                  </div>
+                )}
               </td>
               <td className="wrap small">
                 {r.webhook ?? '–'}
@@ -366,7 +383,17 @@ export function EventLog({ start, limit, compact, kind }: { start: string; limit
             <td>
               <span className={`state-badge ${e.kind === 'alert.fired' || e.kind === 'alert.reposted' ? 'state-badge-bad' : e.kind === 'agent.disconnected' ? 'state-badge-off' : 'state-badge-ok'}`}>{KIND_TEXT[e.kind]}</span>
             </td>
-            <td className="wrap">{e.message}</td>
+            <td className="wrap" data-testid="event-message">
+              {messageParts(e, events.data.names).map((p, i) =>
+                p.address ? (
+                  <span key={i} className="client-named" title={p.address} data-address={p.address}>
+                    {p.text}
+                  </span>
+                ) : (
+                  <span key={i}>{p.text}</span>
+                ),
+              )}
+            </td>
             {!compact && (
               <td className="wrap small" data-testid="event-delivery" data-delivery={e.delivery}>
                 {e.delivery !== 'none' && (

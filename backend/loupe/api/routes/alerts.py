@@ -73,10 +73,21 @@ def _checked(body: AlertRuleBody, rule_id: str) -> Rule:
     return Rule(id=rule_id, **body.model_dump(exclude={"secret"}))
 
 
+def client_keys(rules: list[AlertRulePublic]) -> list[str]:
+    """The client addresses the rules show: client filters, and the elements of per-client rules."""
+    out = []
+    for r in rules:
+        out += r.where.get("client", [])
+        if r.by == "client":
+            out += [o.element for o in r.state.open] + ([r.state.value_element] if r.state.value_element else [])
+    return out
+
+
 @router.get("/alerts", response_model=AlertRuleList, summary="Alert rules, each with its state")
 def list_rules(p: ViewerDep, loupe: LoupeDep) -> AlertRuleList:
     rules = [_public(loupe, r, p) for r in loupe.alerts.rules()]
-    return AlertRuleList(rules=rules, top_elements=TOP_ELEMENTS, max_open=MAX_OPEN)
+    return AlertRuleList(rules=rules, top_elements=TOP_ELEMENTS, max_open=MAX_OPEN,
+                         names=loupe.names.names(client_keys(rules)))
 
 
 @router.get("/alerts/{rule_id}", response_model=AlertRulePublic, responses=NOT_FOUND, summary="One alert rule and its state")

@@ -41,7 +41,8 @@ def list_events(
     events = [EventPublic(**{k: r[k] for k in EventPublic.model_fields if k in r}, until=until.get(r["id"]),
                           next_attempt=r["next_at"] if r["delivery"] == "pending" else None) for r in rows]
     active = sum(len(loupe.alert_engine.open_alerts(rec["id"])) for rec in book.rules())
-    return EventList(events=events, active=active)
+    clients = [e.element for e in events if e.dim == "client" and e.element is not None]
+    return EventList(events=events, active=active, names=loupe.names.names(clients))
 
 
 @router.get("/events/{event_id}/deliveries", response_model=DeliveryList, responses={404: {"description": "No such event"}},

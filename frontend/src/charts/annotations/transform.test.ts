@@ -55,6 +55,11 @@ describe('event annotations', () => {
       { label: 'alert: busy clients: client 10.0.0.7 (open)', from: 320, to: 400, kind: 'alert' },
     ])
   })
+  it("a per-client alert's span names its client", () => {
+    const e = ev({ label: 'busy clients', dim: 'client', element: '10.0.0.7', until: 160 })
+    expect(eventAnnotations([e], 400, { '10.0.0.7': 'nfs-a' })[0]!.label).toBe('alert: busy clients: client nfs-a')
+    expect(eventAnnotations([e], 400)[0]!.label).toBe('alert: busy clients: client 10.0.0.7')
+  })
   it('each kind draws in its own colour and keeps its kind through category spans', () => {
     const s = annotationSeries([['r', 0, 1], ['a', 2, 3, 'alert']])
     const [run, alert] = s.markArea.data.map(([a]) => (a.itemStyle ?? s.markArea.itemStyle) as { borderColor: string })
