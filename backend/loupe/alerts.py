@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo
 
 from . import __version__
 from .catalog import DIM_PHRASE, FILE_OTHER, metric, statistic_name
+from .links import encode_statistic, worksheet_query
 from .privatedb import open_private
 from .query import parse_statistic
 from .store.base import Store
@@ -58,7 +59,7 @@ CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, kind TEXT NOT NULL, subject TEXT NOT NULL,
   label TEXT NOT NULL, message TEXT NOT NULL, value REAL, threshold REAL, opened_by INTEGER,
   webhook TEXT, delivery TEXT NOT NULL DEFAULT 'none', attempts INTEGER NOT NULL DEFAULT 0, next_at REAL,
-  dim TEXT, element TEXT);
+  dim TEXT, element TEXT, stat TEXT);
 CREATE INDEX IF NOT EXISTS events_at ON events (at);
 CREATE INDEX IF NOT EXISTS events_pending ON events (delivery, next_at);
 CREATE INDEX IF NOT EXISTS events_opened_by ON events (opened_by);
@@ -68,7 +69,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 """
 
 EVENT_COLS = ("id", "at", "kind", "subject", "label", "message", "value", "threshold", "opened_by", "webhook",
-              "delivery", "attempts", "next_at", "dim", "element")
+              "delivery", "attempts", "next_at", "dim", "element", "stat")
 
 
 def fmt_value(v: float) -> str:
@@ -251,7 +252,7 @@ class AlertBook:
         # webhook URLs often carry their receiver's token, and signing secrets are kept as given
         self.db = open_private(path, _SCHEMA, "synchronous=NORMAL")
         have = {r[1] for r in self.db.execute("PRAGMA table_info(events)")}
-        for col in ("dim", "element"):  # a log from before per-element rules
+        for col in ("dim", "element", "stat"):  # a log from before per-element rules and links
             if col not in have:
                 self.db.execute(f"ALTER TABLE events ADD COLUMN {col} TEXT")
         self.changed = threading.Condition()  # notified when a post is pending
@@ -300,13 +301,16 @@ class AlertBook:
     # events
     def add_event(self, at: float, kind: str, subject: str, label: str, message: str, *, value: float | None = None,
                   threshold: float | None = None, opened_by: int | None = None, webhook: str | None = None,
-                  dim: str | None = None, element: str | None = None) -> int:
+                  dim: str | None = None, element: str | None = None, rule: Rule | None = None) -> int:
+        """`rule`: the alert's rule as it is now; the event keeps what it watched (for links to it)."""
+        stat = json.dumps({"metric": rule.metric, "where": rule.where, "by": rule.by, "hold_s": rule.hold_s}) \
+            if rule else None
         with self._lock:
             cur = self.db.execute(
                 "INSERT INTO events (at, kind, subject, label, message, value, threshold, opened_by, webhook, delivery,"
-                " next_at, dim, element) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " next_at, dim, element, stat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (at, kind, subject, label, message, value, threshold, opened_by, webhook,
-                 "pending" if webhook else "none", time.time() if webhook else None, dim, element))
+                 "pending" if webhook else "none", time.time() if webhook else None, dim, element, stat))
             eid = int(cur.lastrowid)
         if webhook:
             with self.changed:
@@ -530,7 +534,8 @@ class AlertEngine:
                    f"{fmt_value(rule.threshold)} {unit} for {fmt_span(rule.clear_s)} (now {fmt_value(tr.value)})")
         eid = self.book.add_event(tr.at, f"alert.{tr.kind}", rule.id, rule.name, msg, value=tr.value,
                                   threshold=rule.threshold, opened_by=None if tr.kind == "fired" else st.fired_event,
-                                  webhook=rule.webhook, dim=None if element is None else rule.by, element=element)
+                                  webhook=rule.webhook, dim=None if element is None else rule.by, element=element,
+                                  rule=rule)
         if tr.kind == "fired":
             st.fired_event = eid
         elif tr.kind == "cleared":
@@ -550,7 +555,7 @@ class AlertEngine:
                 out.append(self.book.add_event(
                     at, "alert.cleared", rule.id, rule.name, f"{rule.name}: {what}cleared: {reason}", value=st.value,
                     threshold=rule.threshold, opened_by=st.fired_event, webhook=rule.webhook,
-                    dim=None if k is None else rule.by, element=k))
+                    dim=None if k is None else rule.by, element=k, rule=rule))
             return out
 
     def _agent_events(self, now: float) -> list[int]:
@@ -587,9 +592,36 @@ def _utc(ts: float | None) -> str:
 # ---------------------------------------------------------------------------- delivery
 
 
-def payload(ev: dict, rule: dict | None) -> dict:
-    """The JSON a webhook receives for an event."""
+def worksheet_of(ev: dict, book: AlertBook) -> str | None:
+    """A worksheet's query string for an alert event: its statistic (a per-element event's element
+    as a filter) from the start of the alert's run (its hold time before it fired) to the event,
+    with a margin either side, so the rise and the event's mark are seen; paused, so the link shows
+    that time whenever it is opened (a fresh event's margin after it fills in as time passes).
+    None for an event with no statistic (an agent's)."""
+    if not ev.get("stat"):
+        return None
+    st = json.loads(ev["stat"])
+    where = dict(st["where"])
+    if ev["element"] is not None:
+        where[ev["dim"]] = [ev["element"]]
+    fired = book.event(ev["opened_by"]) if ev["opened_by"] is not None else None
+    if ev["kind"] == "alert.test":
+        start = ev["at"] - 600
+    else:
+        start = (fired["at"] if fired else ev["at"]) - st["hold_s"]
+    pad = max(60, (ev["at"] - start) // 4)
+    return worksheet_query([encode_statistic(st["metric"], where)], start - pad, ev["at"] + pad)
+
+
+def payload(ev: dict, rule: dict | None, *, public_url: str | None = None, worksheet: str | None = None) -> dict:
+    """The JSON a webhook receives for an event; with the address users reach Loupe at, links to
+    the event on the Alerts page and to its worksheet."""
     spec = rule["spec"] if rule else {}
+    links = {}
+    if public_url:
+        links["url"] = f"{public_url}/alerts?event={ev['id']}"
+        if worksheet:
+            links["worksheet_url"] = f"{public_url}/{worksheet}"
     return {
         "event_id": ev["id"], "kind": ev["kind"], "at": _utc(ev["at"]).replace(" ", "T"), "at_unix": ev["at"],
         "alert": {"id": ev["subject"], "name": ev["label"], "metric": spec.get("metric"), "where": spec.get("where"),
@@ -597,7 +629,7 @@ def payload(ev: dict, rule: dict | None) -> dict:
                   "hold_s": spec.get("hold_s"), "clear_s": spec.get("clear_s")},
         # a per-element rule's event: which element of its breakdown (absent for a total)
         **({"element": {"dimension": ev["dim"], "key": ev["element"]}} if ev["element"] is not None else {}),
-        "value": ev["value"], "opened_by": ev["opened_by"], "message": ev["message"], "source": "loupe",
+        "value": ev["value"], "opened_by": ev["opened_by"], "message": ev["message"], "source": "loupe", **links,
     }
 
 
@@ -622,12 +654,15 @@ class Deliverer:
     """Posts pending events to their webhooks: each attempt is logged; a failed one is retried after
     BACKOFF[i] seconds, up to `attempts` in all, then the event is marked failed."""
 
-    def __init__(self, book: AlertBook, *, attempts: int = 5, timeout: float = 5.0) -> None:
-        self.book, self.attempts, self.timeout = book, attempts, timeout
+    def __init__(self, book: AlertBook, *, attempts: int = 5, timeout: float = 5.0,
+                 public_url: str | None = None) -> None:
+        self.book, self.attempts, self.timeout, self.public_url = book, attempts, timeout, public_url
 
     def attempt(self, ev: dict, url: str, n: int) -> dict:
         rule = self.book.rule(ev["subject"]) if ev["kind"].startswith("alert.") else None
-        body = json.dumps(payload(ev, rule), separators=(",", ":")).encode()
+        doc = payload(ev, rule, public_url=self.public_url,
+                      worksheet=worksheet_of(ev, self.book) if self.public_url else None)
+        body = json.dumps(doc, separators=(",", ":")).encode()
         headers = {"Content-Type": "application/json", "User-Agent": f"Loupe/{__version__}",
                    "X-Loupe-Event": str(ev["id"]), "X-Loupe-Attempt": str(n),
                    "X-Loupe-Delivery": secrets.token_hex(8)}

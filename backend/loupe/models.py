@@ -811,6 +811,14 @@ class EventList(BaseModel):
     names: ClientNames
 
 
+class EventDetail(BaseModel):
+    event: EventPublic
+    worksheet: str | None = Field(description="For an alert: the query string of a worksheet of its statistic "
+                                  "(its element, per element) over the alert's time, e.g. "
+                                  "'?range=17m&paused=1&at=1800000000&s=nfs.ops;w:op=read'; null for an agent's")
+    names: ClientNames
+
+
 class DeliveryPublic(BaseModel):
     event_id: int
     attempt: int

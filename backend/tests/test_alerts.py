@@ -327,6 +327,38 @@ def test_closing_a_per_element_rule_clears_every_open_element_once(setup, receiv
     assert {d["element"]["dimension"] for d in docs} == {"client"} and {d["alert"]["by"] for d in docs} == {"client"}
 
 
+def test_posts_link_to_the_event_and_a_worksheet_of_its_element_when_the_public_url_is_set(setup, receiver):
+    store, book = setup
+    rx = receiver([200])
+    load_clients(store, CLIENTS)
+    b = book()
+    add(b, rule(by="client", where={"op": ["read"]}, hold_s=3, clear_s=2, webhook=rx.url))
+    AlertEngine(store, b).tick(NOW + 30 + SETTLE)
+    Deliverer(b, timeout=2, public_url="https://nas1.example:8080").run_due(float("inf"))
+    docs = {(d["kind"], d["element"]["key"]): d for d in (json.loads(body) for _, body in rx.posts)}
+    fired, cleared = docs[("alert.fired", B)], docs[("alert.cleared", B)]
+    assert fired["url"] == f"https://nas1.example:8080/alerts?event={fired['event_id']}"
+    # B's run began at 0 s, fired at 3 s and cleared at 12 s: the link shows B from a minute before
+    # its run to a minute after its clear
+    assert cleared["worksheet_url"] == ("https://nas1.example:8080/?range=3m&paused=1&at="
+                                        f"{NOW + 72}&s=nfs.ops;w:op=read;w:client=10.0.0.2")
+    assert fired["worksheet_url"].startswith(f"https://nas1.example:8080/?range=3m&paused=1&at={NOW + 63}&s=")
+    # without the public address, no links
+    rx.posts.clear()
+    eid = b.events()[0]["id"]
+    b.record_attempt(eid, 1, NOW, rx.url, False, 500, "HTTP 500", 1.0, delivery="pending", next_at=NOW)
+    Deliverer(b, timeout=2).run_due(float("inf"))
+    doc = json.loads(rx.posts[0][1])
+    assert doc["event_id"] == eid and "url" not in doc and "worksheet_url" not in doc
+
+
+def test_an_agent_event_links_to_the_alerts_page_only():
+    ev = dict(id=9, kind="agent.connected", at=NOW, subject="a", label="a", threshold=None, value=None,
+              opened_by=None, message="m", dim=None, element=None, stat=None)
+    doc = payload(ev, None, public_url="https://nas1.example", worksheet=None)
+    assert doc["url"] == "https://nas1.example/alerts?event=9" and "worksheet_url" not in doc
+
+
 def test_a_restart_resumes_per_element_state(setup):
     store, book = setup
     load_clients(store, CLIENTS)

@@ -172,6 +172,14 @@ def test_a_per_client_rule_fires_for_each_client_over_its_threshold(client, rx):
     assert listed["names"] == {"10.0.0.7": "nfs-a"}  # the named one of the clients shown
     log = client.get("/api/v1/events").json()
     assert log["active"] == 2 and log["names"] == {"10.0.0.7": "nfs-a"}
+    # one event, as a webhook's link opens it: with a worksheet of its client over the alert's time
+    one = next(e for e in fired if e["element"] == "10.0.0.7")
+    detail = client.get(f"/api/v1/events/{one['id']}").json()
+    assert detail["event"] == next(e for e in log["events"] if e["id"] == one["id"])
+    assert detail["names"] == {"10.0.0.7": "nfs-a"}
+    assert detail["worksheet"] == f"?range=3m&paused=1&at={int(one['at']) + 60}&s=nfs.ops;w:op=read;w:client=10.0.0.7"
+    r = client.get("/api/v1/events/999999")
+    assert r.status_code == 404 and "no event 999999" in r.text
     # an edit closes both, one clear each, and each post names its client
     r = client.put(f"/api/v1/alerts/{rule['id']}", json={**RULE, "name": "busy clients", "by": "client",
                                                          "threshold": 1000, "webhook": rx.url})

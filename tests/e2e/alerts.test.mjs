@@ -27,7 +27,7 @@ async function receiver() {
 }
 
 describe('Loupe alerts in Chromium', { skip: skip ?? false }, () => {
-  const t = demoInBrowser({ backfill: 60 })
+  const t = demoInBrowser({ backfill: 60, env: (base) => ({ LOUPE_PUBLIC_URL: base }) })
 
   it('fires from a chart, posts to a webhook, marks the chart and clears when changed', async () => {
     const { page, server } = t
@@ -183,6 +183,27 @@ describe('Loupe alerts in Chromium', { skip: skip ?? false }, () => {
         const label = await chart.getAttribute('aria-label')
         return surelyAbove.every((c) => label.includes(`alert: busy clients: client ${nameOf(c)} (open)`))
       })
+
+      // a post's link opens the Alerts page on its event, and from there the client's statistic
+      // over the alert's time in the worksheet
+      const post = rx.posts.find((p) => p.body.element.key === surelyAbove[0])
+      assert.equal(post.body.url, `${server.base}/alerts?event=${post.body.event_id}`)
+      assert.ok(post.body.worksheet_url.startsWith(`${server.base}/?range=`), post.body.worksheet_url)
+      await page.goto(post.body.url)
+      const focus = page.getByTestId('event-focus')
+      await focus.getByTestId('event-focus-message').waitFor()
+      assert.match(await focus.getByTestId('event-focus-message').textContent(), new RegExp(`for client ${nameOf(surelyAbove[0]).replace('.', '\\.')} above`))
+      assert.match(await focus.textContent(), /Webhook: delivered/)
+      assert.equal(await page.locator('[data-testid="event"].selected').getAttribute('data-element'), surelyAbove[0])
+      await focus.getByTestId('event-worksheet').click()
+      assert.equal(page.url(), post.body.worksheet_url)
+      const title = page.getByTestId('chart-title').first()
+      await until('the client chart', async () => (await title.textContent()) === `NFS operations per second for client ${nameOf(surelyAbove[0])}`)
+      assert.equal(await page.getByTestId('chart-card').count(), 1)
+      // over the alert's time: its mark is on the chart
+      const one = page.locator('[data-testid="chart-card"] [role="img"]').first()
+      await until('the alert marked on the client chart', async () => (await one.getAttribute('aria-label')).includes(`alert: busy clients: client ${nameOf(surelyAbove[0])} (open)`))
+      await t.shot('alerts-event-worksheet')
 
       // deleting the rule clears each open client once, and the receiver is told of each
       assert.equal((await api('DELETE', `/api/v1/alerts/${rule.id}`)).status(), 204)

@@ -18,6 +18,16 @@ export function useEvents(query: EventQuery, refetchMs: number | false = 5_000) 
   })
 }
 
+/** One event (a webhook post's link opens the Alerts page on it), with its worksheet link. */
+export function useEvent(eventId: number | null) {
+  return useQuery({
+    queryKey: ['events', 'one', eventId],
+    enabled: eventId !== null,
+    queryFn: async () => unwrap(await api.GET('/api/v1/events/{event_id}', { params: { path: { event_id: eventId! } } })),
+    refetchInterval: 5_000,
+  })
+}
+
 export function useDeliveries(eventId: number | null) {
   return useQuery({
     queryKey: ['deliveries', eventId],

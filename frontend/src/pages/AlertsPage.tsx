@@ -1,7 +1,8 @@
 // Alerts: the rules with their state, a form to make or change one (admins), and the event log with
-// each webhook post's attempts. /alerts?new=<statistic> opens the form for a chart's statistic.
+// each webhook post's attempts. /alerts?new=<statistic> opens the form for a chart's statistic;
+// /alerts?event=<id> (a webhook post's link) shows that event first.
 import { useMemo, useState, type FormEvent } from 'react'
-import { useAlertRules, useDeleteAlert, useDeliveries, useEvents, useSaveAlert, useTestAlert } from '../api/alerts'
+import { useAlertRules, useDeleteAlert, useDeliveries, useEvent, useEvents, useSaveAlert, useTestAlert } from '../api/alerts'
 import type { AlertRulePublic, EventPublic, MetricPublic } from '../api/client'
 import { useMetrics } from '../api/hooks'
 import { can } from '../auth/roles'
@@ -339,6 +340,68 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
   )
 }
 
+/** An event's message, a client element by its name with its address on hover. */
+function EventMessage({ event, names }: { event: EventPublic; names: Names | undefined }) {
+  return messageParts(event, names).map((p, i) =>
+    p.address ? (
+      <span key={i} className="client-named" title={p.address} data-address={p.address}>
+        {p.text}
+      </span>
+    ) : (
+      <span key={i}>{p.text}</span>
+    ),
+  )
+}
+
+function kindBadge(kind: EventPublic['kind']): string {
+  return kind === 'alert.fired' || kind === 'alert.reposted' ? 'state-badge-bad' : kind === 'agent.disconnected' ? 'state-badge-off' : 'state-badge-ok'
+}
+
+/** The event a link points at: what happened, its webhook attempts, and its statistic over its time. */
+function EventFocus({ id, onClose }: { id: number; onClose: () => void }) {
+  const q = useEvent(id)
+  return (
+    <section className="panel event-focus" aria-label={`Event ${id}`} data-testid="event-focus">
+      <div className="panel-head">
+        <h2>Event {id}</h2>
+        {q.data && <span className={`state-badge ${kindBadge(q.data.event.kind)}`}>{KIND_TEXT[q.data.event.kind]}</span>}
+        {q.data && <span className="muted small">{formatDateTime(q.data.event.at)}</span>}
+        <button type="button" className="button small-button event-focus-close" onClick={onClose}>
+          Close
+        </button>
+      </div>
+      <div className="admin-body">
+        {q.error && <div className="error">{q.error.message}</div>}
+        {q.data && (
+          <>
+            <p className="event-focus-message" data-testid="event-focus-message">
+              <EventMessage event={q.data.event} names={q.data.names} />
+            </p>
+            {q.data.worksheet && (
+              <a
+                href={`/${q.data.worksheet}`}
+                data-testid="event-worksheet"
+                onClick={(e) => {
+                  e.preventDefault()
+                  navigate(`/${q.data.worksheet}`)
+                }}
+              >
+                Show its statistic in the worksheet, over the alert’s time
+              </a>
+            )}
+            {q.data.event.delivery !== 'none' && (
+              <div className="small">
+                Webhook: {deliveryText(q.data.event)}
+                <Deliveries event={q.data.event} />
+              </div>
+            )}
+          </>
+        )}
+      </div>
+    </section>
+  )
+}
+
 function Deliveries({ event }: { event: EventPublic }) {
   const d = useDeliveries(event.id)
   if (!d.data) return null
@@ -360,7 +423,7 @@ const LOG_RANGES = [
   ['-7d', 'last week'],
 ] as const
 
-export function EventLog({ start, limit, compact, kind }: { start: string; limit: number; compact?: boolean; kind?: EventPublic['kind'][] }) {
+export function EventLog({ start, limit, compact, kind, focus }: { start: string; limit: number; compact?: boolean; kind?: EventPublic['kind'][]; focus?: number | null }) {
   const events = useEvents({ start, limit, ...(kind ? { kind } : {}) })
   const [open, setOpen] = useState<number | null>(null)
   if (events.error) return <div className="error">{events.error.message}</div>
@@ -378,21 +441,13 @@ export function EventLog({ start, limit, compact, kind }: { start: string; limit
       </thead>
       <tbody>
         {events.data.events.map((e) => (
-          <tr key={e.id} data-testid="event" data-kind={e.kind} data-element={e.element ?? undefined} className={e.delivery !== 'none' && !compact ? 'clickable' : ''} onClick={() => !compact && e.delivery !== 'none' && setOpen(open === e.id ? null : e.id)}>
+          <tr key={e.id} data-testid="event" data-kind={e.kind} data-element={e.element ?? undefined} className={[e.delivery !== 'none' && !compact ? 'clickable' : '', e.id === focus ? 'selected' : ''].join(' ').trim()} onClick={() => !compact && e.delivery !== 'none' && setOpen(open === e.id ? null : e.id)}>
             <td>{formatDateTime(e.at)}</td>
             <td>
-              <span className={`state-badge ${e.kind === 'alert.fired' || e.kind === 'alert.reposted' ? 'state-badge-bad' : e.kind === 'agent.disconnected' ? 'state-badge-off' : 'state-badge-ok'}`}>{KIND_TEXT[e.kind]}</span>
+              <span className={`state-badge ${kindBadge(e.kind)}`}>{KIND_TEXT[e.kind]}</span>
             </td>
             <td className="wrap" data-testid="event-message">
-              {messageParts(e, events.data.names).map((p, i) =>
-                p.address ? (
-                  <span key={i} className="client-named" title={p.address} data-address={p.address}>
-                    {p.text}
-                  </span>
-                ) : (
-                  <span key={i}>{p.text}</span>
-                ),
-              )}
+              <EventMessage event={e} names={events.data.names} />
             </td>
             {!compact && (
               <td className="wrap small" data-testid="event-delivery" data-delivery={e.delivery}>
@@ -419,6 +474,10 @@ export function AlertsPage({ me }: { me: Me }) {
   const fromChart = useMemo(() => {
     const text = new URLSearchParams(search).get('new')
     return text ? decodeStatistic(text).stat : null
+  }, [search])
+  const focus = useMemo(() => {
+    const n = Number(new URLSearchParams(search).get('event'))
+    return Number.isInteger(n) && n > 0 ? n : null
   }, [search])
   const bounds: Bounds = { top: rules.data?.top_elements ?? 0, maxOpen: rules.data?.max_open ?? 0 }
   const [editing, setEditing] = useState<{ rule: AlertRulePublic | null; draft: Draft; key: number } | null>(null)
@@ -447,6 +506,7 @@ export function AlertsPage({ me }: { me: Me }) {
           </button>
         )}
       </div>
+      {focus !== null && <EventFocus id={focus} onClose={() => navigate('/alerts', { replace: true })} />}
       {form && (
         <section className="panel" aria-label={form.rule ? 'Edit alert' : 'New alert'}>
           <div className="panel-head">
@@ -477,7 +537,7 @@ export function AlertsPage({ me }: { me: Me }) {
           </div>
           <span className="muted small">alerts firing and clearing, agents connecting and disconnecting; click a webhook cell for its attempts</span>
         </div>
-        <EventLog start={logRange} limit={500} />
+        <EventLog start={logRange} limit={500} focus={focus} />
       </section>
     </main>
   )

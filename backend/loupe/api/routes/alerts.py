@@ -135,7 +135,7 @@ def test_rule(rule_id: str, p: AdminDep, loupe: LoupeDep) -> DeliveryPublic:
     if not rule.webhook:
         raise HTTPException(400, f"alert rule {rule.name!r} has no webhook to test")
     eid = loupe.alerts.add_event(time.time(), "alert.test", rule.id, rule.name,
-                                 f"{rule.name}: test post requested by {p.name}", threshold=rule.threshold)
+                                 f"{rule.name}: test post requested by {p.name}", threshold=rule.threshold, rule=rule)
     ev = loupe.alerts.event(eid)
     res = loupe.deliverer.attempt(ev, rule.webhook, 1)
     at = time.time()
