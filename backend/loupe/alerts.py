@@ -543,6 +543,21 @@ class AlertEngine:
         log.info("%s", msg)
         return eid
 
+    def replace_rule(self, old: Rule, new: Rule, secret: str | None, by: str, at: float) -> list[int]:
+        """Save `new` in place of `old` (the same id): old's open alerts are cleared first, both under
+        the evaluation's lock; the ids of the clears."""
+        with self.editing():
+            out = self.close_rule(old, "the rule was changed", at)
+            self.book.put_rule(new, secret, by, at)
+            return out
+
+    def delete_rule(self, old: Rule, at: float) -> list[int]:
+        """Delete a rule, its open alerts cleared first (the log keeps its events); the ids of the clears."""
+        with self.editing():
+            out = self.close_rule(old, "the rule was deleted", at)
+            self.book.delete_rule(old.id)
+            return out
+
     def close_rule(self, rule: Rule, reason: str, at: float) -> list[int]:
         """A rule changed, was disabled or deleted while alerts of it were open: clear each (and post
         that), so a receiver never keeps an alert nobody will clear. Evaluation then starts afresh."""

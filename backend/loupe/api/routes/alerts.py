@@ -109,9 +109,7 @@ def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep,
     old = _rule(loupe, rule_id)
     rule = _checked(body, rule_id)
     secret = old["secret"] if body.secret is None else (body.secret or None)
-    with loupe.alert_engine.editing():
-        loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was changed", time.time())
-        loupe.alerts.put_rule(rule, secret, p.name, time.time())
+    loupe.alert_engine.replace_rule(Rule(id=rule_id, **old["spec"]), rule, secret, p.name, time.time())
     audit(request, "alert.update", rule.name, f"{rule.label} {rule.condition} {rule.threshold:g}")
     return _public(loupe, _rule(loupe, rule_id), p)
 
@@ -120,9 +118,7 @@ def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep,
                summary="Delete an alert rule (admin); its open alerts are cleared, the log keeps its events")
 def delete_rule(rule_id: str, _: AdminDep, loupe: LoupeDep, request: Request) -> Response:
     old = _rule(loupe, rule_id)
-    with loupe.alert_engine.editing():
-        loupe.alert_engine.close_rule(Rule(id=rule_id, **old["spec"]), "the rule was deleted", time.time())
-        loupe.alerts.delete_rule(rule_id)
+    loupe.alert_engine.delete_rule(Rule(id=rule_id, **old["spec"]), time.time())
     audit(request, "alert.delete", old["spec"]["name"])
     return Response(status_code=204)
 
