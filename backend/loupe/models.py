@@ -293,6 +293,9 @@ class TilesConfig(TilesUpdate):
 
 class StatusTile(TileSpec):
     value: float = Field(description="The newest full second, in the tile's unit")
+    level: float = Field(description="What the weather is judged on: the mean of the last level_seconds settled "
+                         "seconds (a few behind now), in the tile's unit")
+    level_seconds: int = Field(description="Seconds averaged into level")
     timestamps: list[int] = Field(description="The sparkline: the start of each step, over at most 7 days "
                                               "(less while the store holds less)")
     values: list[float]

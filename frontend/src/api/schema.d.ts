@@ -2644,6 +2644,16 @@ export interface components {
              */
             id: string;
             /**
+             * Level
+             * @description What the weather is judged on: the mean of the last level_seconds settled seconds (a few behind now), in the tile's unit
+             */
+            level: number;
+            /**
+             * Level Seconds
+             * @description Seconds averaged into level
+             */
+            level_seconds: number;
+            /**
              * Metric
              * @description A metric of GET /api/v1/metrics
              */
