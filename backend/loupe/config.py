@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .links import check_public_url
 from .names import parse_policy, parse_server
 
 
@@ -52,6 +53,9 @@ class Settings(BaseSettings):
     webhook_timeout: float = Field(5.0, gt=0, le=60, description="Seconds an alert's webhook receiver has to answer")
     webhook_attempts: int = Field(5, ge=1, le=20, description="Posts of one alert event before it is marked "
                                   "failed (retried after 2 s, 5 s, 15 s, 1 min, 5 min, then every 15 min)")
+    public_url: str | None = Field(None, description="The address users reach Loupe at, e.g. "
+                                   "https://nas1.example:8080: webhook posts then link to their event on the Alerts "
+                                   "page and to a worksheet of its statistic; unset, they carry no links")
     max_frame_bytes: int = Field(32 * 1024 * 1024, description="Largest ingest request body")
     static_dir: Path | None = Field(None, description="Built UI; defaults to the packaged one")
 
@@ -71,6 +75,11 @@ class Settings(BaseSettings):
     @classmethod
     def _policy(cls, v: str) -> str:
         return ",".join(parse_policy(v)) or "none"
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, v: str | None) -> str | None:
+        return check_public_url(v) if v is not None and v.strip() else None
 
     @field_validator("dns_server")
     @classmethod

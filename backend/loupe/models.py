@@ -312,6 +312,9 @@ class TilesConfig(TilesUpdate):
 
 class StatusTile(TileSpec):
     value: float = Field(description="The newest full second, in the tile's unit")
+    level: float = Field(description="What the weather is judged on: the mean of the last level_seconds settled "
+                         "seconds (a few behind now), in the tile's unit")
+    level_seconds: int = Field(description="Seconds averaged into level")
     timestamps: list[int] = Field(description="The sparkline: the start of each step, over at most 7 days "
                                               "(less while the store holds less)")
     values: list[float]
@@ -698,6 +701,10 @@ class AlertRuleBody(BaseModel):
     name: str = Field(min_length=1, max_length=120)
     metric: str = Field(description="The statistic's metric, e.g. nfs.ops")
     where: dict[str, list[str]] = Field(default_factory=dict, description="Filters, as in a worksheet statistic")
+    by: str | None = Field(None, max_length=64, description="Fire per element of this dimension (e.g. client: "
+                           "\"any client above\"), each with its own state and events; absent: on the total. Each "
+                           "second the busiest elements are checked (top_elements of the rule list), and at most "
+                           "max_open of a rule's alerts are open at once")
     condition: Literal["above", "below"] = Field(description="Fire when the value exceeds or falls below threshold")
     threshold: float = Field(description="In the metric's unit (per second for rates)")
     hold_s: int = Field(300, ge=1, le=21600, description="The condition must hold this many seconds in a row")
@@ -739,11 +746,28 @@ class AlertRuleBody(BaseModel):
         return self
 
 
+class AlertElementPublic(BaseModel):
+    element: str = Field(description="The element of the rule's breakdown, e.g. a client address")
+    since: float = Field(description="When its alert fired (unix seconds)")
+    value: float | None = Field(description="Its newest evaluated second's value")
+
+
 class AlertStatePublic(BaseModel):
-    active: bool = Field(description="The alert is open: it fired and has not cleared")
-    since: float | None = Field(description="When it fired (unix seconds)")
-    value: float | None = Field(description="The newest evaluated second's value")
+    active: bool = Field(description="An alert of the rule is open: it fired and has not cleared")
+    since: float | None = Field(description="When it fired (unix seconds); per element, the first still open")
+    value: float | None = Field(description="The newest evaluated second's value; per element, that of the "
+                                "busiest element checked (for a 'below' rule, the quietest)")
     checked_upto: int | None = Field(description="Seconds before this are evaluated (unix)")
+    open_count: int = Field(description="Alerts of the rule open now (0 or 1 for a total)")
+    open: list[AlertElementPublic] = Field(description="Per element: the open alerts, "
+                                           "oldest first")
+    value_element: str | None = Field(description="Per element: whose value `value` is")
+    elements_seen: int | None = Field(description="Per element: elements of the breakdown in the newest "
+                                      "evaluated seconds")
+    withheld: int = Field(description="Per element: elements holding the condition long enough now but not "
+                          "opened, since max_open alerts of the rule are open")
+    withheld_total: int = Field(description="Per element: elements withheld so, each counted once per run, "
+                                "since the rule was last saved")
 
 
 class AlertRulePublic(BaseModel):
@@ -751,6 +775,7 @@ class AlertRulePublic(BaseModel):
     name: str
     metric: str
     where: dict[str, list[str]]
+    by: str | None
     condition: Literal["above", "below"]
     threshold: float
     hold_s: int
@@ -774,6 +799,9 @@ class AlertRulePublic(BaseModel):
 
 class AlertRuleList(BaseModel):
     rules: list[AlertRulePublic]
+    top_elements: int = Field(description="Per-element rules: the busiest elements checked each second")
+    max_open: int = Field(description="Per-element rules: alerts of one rule open at once, at most")
+    names: ClientNames
 
 
 EventKind = Literal["alert.fired", "alert.reposted", "alert.cleared", "alert.test", "agent.connected",
@@ -790,6 +818,9 @@ class EventPublic(BaseModel):
     value: float | None
     threshold: float | None
     opened_by: int | None = Field(description="For a repost or a clear: the event that fired the alert")
+    dim: str | None = Field(None, description="A per-element rule's event: the dimension of its breakdown")
+    element: str | None = Field(None, description="A per-element rule's event: which element (e.g. a client "
+                                "address); null for a rule on the total")
     until: float | None = Field(None, description="For a fired alert: when it cleared; null while open")
     delivery: Literal["none", "pending", "delivered", "failed"] = Field(description="The webhook post's state")
     attempts: int
@@ -798,7 +829,16 @@ class EventPublic(BaseModel):
 
 class EventList(BaseModel):
     events: list[EventPublic] = Field(description="Newest first")
-    active: int = Field(description="Alerts open now")
+    active: int = Field(description="Alerts open now (each element of a per-element rule counts)")
+    names: ClientNames
+
+
+class EventDetail(BaseModel):
+    event: EventPublic
+    worksheet: str | None = Field(description="For an alert: the query string of a worksheet of its statistic "
+                                  "(its element, per element) over the alert's time, e.g. "
+                                  "'?range=17m&paused=1&at=1800000000&s=nfs.ops;w:op=read'; null for an agent's")
+    names: ClientNames
 
 
 class DeliveryPublic(BaseModel):

@@ -78,7 +78,8 @@ class Loupe:
         self.hub = LiveHub()
         self.alerts = AlertBook(settings.data_dir / "alerts.sqlite")
         self.alert_engine = AlertEngine(self.store, self.alerts)
-        self.deliverer = Deliverer(self.alerts, attempts=settings.webhook_attempts, timeout=settings.webhook_timeout)
+        self.deliverer = Deliverer(self.alerts, attempts=settings.webhook_attempts, timeout=settings.webhook_timeout,
+                                   public_url=settings.public_url)
         self.names = NameResolver(settings, self.store)
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from .alerts import SETTLE
 from .catalog import CatalogError, check_dim, metric
 from .models import TileSpec, TilesConfig
 from .query import QueryError, parse_statistic
@@ -16,6 +17,12 @@ from .timerange import Window, choose_window
 
 CONFIG_KEY = "status_tiles"
 MAX_TILES = 8
+# The weather is judged on the mean of this many settled seconds, not on the newest second: one
+# second of a steady NFS load swings by a tenth or more (bursts, the agent's one-second cut), enough
+# to flip a level back and forth at each refresh. Ten samples cut that noise about threefold (the
+# square root of ten), the page refreshes every 2 s so each refresh replaces a fifth of them and the
+# level moves gradually, and a real change of load still shows within about 5 s (half the window).
+LEVEL_SECONDS = 10
 
 BUSY = ["user", "nice", "system", "irq", "softirq", "steal"]
 MB = 1e-6
@@ -49,6 +56,14 @@ def statistic(t: TileSpec, host: str | None = None, by: str | None = None) -> St
     """The total the tile shows (or its breakdown `by`), on one host or all."""
     where = dict(t.where, **({"host": [host]} if host else {}))
     return parse_statistic(t.metric, by, [f"{k}={','.join(v)}" for k, v in where.items()])
+
+
+def level_of(total: list[float], start: int, now: int, seconds: int = LEVEL_SECONDS) -> float:
+    """The value a tile's weather is judged on: the mean of the `seconds` settled seconds before
+    now - SETTLE (those the agents have all reported), from a per-second `total` whose first
+    second is `start`; a second it lacks counts as 0, as a second without rows does in totals."""
+    end = now - SETTLE
+    return sum(total[ts - start] if 0 <= ts - start < len(total) else 0.0 for ts in range(end - seconds, end)) / seconds
 
 
 def _name(i: int, t: TileSpec) -> str:

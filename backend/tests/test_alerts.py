@@ -2,11 +2,15 @@
 and webhook delivery to a real local receiver."""
 
 import json
+import time
 
 import pytest
 from factories import NOW, Receiver, nfs_frame
 
-from loupe.alerts import AGENT_STALE, SETTLE, AlertBook, AlertEngine, Deliverer, Rule, RuleState, sign, step
+import loupe.alerts as alerts_mod
+from loupe.alerts import (
+    AGENT_STALE, SETTLE, AlertBook, AlertEngine, Deliverer, ElementsState, Rule, RuleState, payload, sign, step,
+)
 from loupe.frame import SourceStatus
 from loupe.store.duckdb_store import DuckDBStore
 
@@ -119,7 +123,7 @@ def setup(tmp_path):
 
 def add(book, r, checked_upto=NOW):
     book.put_rule(r, None, "alice", NOW)
-    book.set_state(f"rule:{r.id}", RuleState(checked_upto=checked_upto).dump())
+    book.set_state(f"rule:{r.id}", (ElementsState if r.by else RuleState)(checked_upto=checked_upto).dump())
 
 
 def kinds(book):
@@ -191,10 +195,258 @@ def test_closing_a_rule_clears_its_open_alert_once(setup):
     add(b, r)
     eng = AlertEngine(store, b)
     eng.tick(NOW + 10 + SETTLE)
-    eid = eng.close_rule(r, "the rule was changed", NOW + 20)
+    [eid] = eng.close_rule(r, "the rule was changed", NOW + 20)
     ev = b.event(eid)
     assert (ev["kind"], ev["message"], ev["delivery"]) == ("alert.cleared", "busy: cleared: the rule was changed", "pending")
-    assert eng.close_rule(r, "again", NOW + 21) is None  # nothing open any more
+    assert (ev["dim"], ev["element"]) == (None, None)
+    assert eng.close_rule(r, "again", NOW + 21) == []  # nothing open any more
+
+
+# ------------------------------------------------------------------ per element
+
+
+def load_clients(store, patterns):
+    """patterns: {client: per second from NOW, its ops (None: absent that second)}."""
+    seconds = max(len(p) for p in patterns.values())
+    frames = []
+    for i in range(seconds):
+        rows = [(c, "read", "/export/a", int(p[i]), 0, {}) for c, p in sorted(patterns.items())
+                if i < len(p) and p[i] is not None]
+        frames.append(nfs_frame(NOW + i, rows, seq=NOW + i))
+    store.ingest(frames, received_at=NOW + seconds)
+    store.flush()
+
+
+def per_element(book):
+    return [(e["kind"], e["element"], int(e["at"]) - NOW) for e in reversed(book.events())]
+
+
+A, B, C = "10.0.0.1", "10.0.0.2", "10.0.0.3"
+CLIENTS = {A: [100] * 30, B: [100] * 10 + [5] * 20, C: [5] * 30}
+
+
+def test_a_per_element_rule_fires_and_clears_each_element_on_its_own(setup):
+    store, book = setup
+    load_clients(store, CLIENTS)
+    want = [("alert.fired", A, 3), ("alert.fired", B, 3), ("alert.cleared", B, 12)]
+    b1 = book()
+    add(b1, rule(by="client", hold_s=3, clear_s=2))
+    AlertEngine(store, b1).tick(NOW + 30 + SETTLE)  # all at once: ranked 10 s at a time
+    assert per_element(b1) == want
+    b2 = book("second.sqlite")
+    add(b2, rule(by="client", hold_s=3, clear_s=2))
+    eng = AlertEngine(store, b2)
+    for t in range(NOW + SETTLE, NOW + 31 + SETTLE):  # second by second
+        eng.tick(t)
+    assert per_element(b2) == want
+    fired_b = next(e for e in b2.events() if e["kind"] == "alert.fired" and e["element"] == B)
+    cleared_b = next(e for e in b2.events() if e["kind"] == "alert.cleared")
+    assert cleared_b["opened_by"] == fired_b["id"] and (fired_b["dim"], fired_b["subject"]) == ("client", "r1")
+    assert fired_b["message"] == ("busy: NFS operations per second for client 10.0.0.2 above 50 ops/s for 3 s "
+                                  "(now 100)")
+    assert cleared_b["message"].startswith("busy: NFS operations per second for client 10.0.0.2: cleared: not above")
+    st = eng.rule_state("r1")
+    assert isinstance(st, ElementsState) and list(st.open()) == [A]
+    assert (st.seen, st.value_element, st.value) == (3, A, 100.0)
+    assert set(st.elements) == {A}  # idle elements are not kept
+    assert eng.open_alerts("r1").keys() == {A}
+
+
+def test_an_element_that_leaves_the_data_counts_as_zero(setup):
+    store, book = setup
+    load_clients(store, {A: [100] * 8, B: [100] * 30})
+    b = book()
+    add(b, rule(by="client", hold_s=3, clear_s=2))
+    add(b, rule(id="quiet", name="quiet", by="client", condition="below", threshold=50, hold_s=4, clear_s=2))
+    eng = AlertEngine(store, b)
+    for t in range(NOW + SETTLE, NOW + 31 + SETTLE):
+        eng.tick(t)
+    busy = [x for x, e in zip(per_element(b), reversed(b.events())) if e["subject"] == "r1"]
+    assert busy == [("alert.fired", A, 3), ("alert.fired", B, 3), ("alert.cleared", A, 10)]
+    # "below": A falls out of the top by vanishing, and is still followed until it fires
+    quiet = [x for x, e in zip(per_element(b), reversed(b.events())) if e["subject"] == "quiet"]
+    assert quiet == [("alert.fired", A, 12)]
+
+
+def test_per_element_work_is_bounded_and_what_is_cut_is_counted(setup, monkeypatch):
+    store, book = setup
+    monkeypatch.setattr(alerts_mod, "TOP_ELEMENTS", 3)
+    monkeypatch.setattr(alerts_mod, "MAX_OPEN", 2)
+    d, e = "10.0.0.4", "10.0.0.5"
+    # five clients above 50; only the three busiest are checked, and two may be open at once
+    load_clients(store, {A: [400] * 10 + [5] * 20, B: [300] * 30, C: [200] * 30, d: [100] * 30, e: [60] * 30})
+    b = book()
+    add(b, rule(by="client", hold_s=3, clear_s=2))
+    eng = AlertEngine(store, b)
+    for t in range(NOW + SETTLE, NOW + 31 + SETTLE):
+        eng.tick(t)
+    # A and B open at 3 s; C holds too but is withheld; A falls at 10 s, so d is in the top three and
+    # is withheld as well; A clears at 12 s, and C, the busier of the two still holding, opens then
+    assert per_element(b) == [("alert.fired", A, 3), ("alert.fired", B, 3), ("alert.cleared", A, 12),
+                              ("alert.fired", C, 12)]
+    st = eng.rule_state("r1")
+    assert sorted(st.open()) == [B, C] and st.withheld_total == 2 and st.elements[d].withheld
+    assert e not in st.elements  # never among the three busiest: never checked
+    assert st.seen == 5
+
+
+def test_withheld_elements_are_counted_while_they_wait(setup, monkeypatch):
+    store, book = setup
+    monkeypatch.setattr(alerts_mod, "MAX_OPEN", 1)
+    load_clients(store, {A: [400] * 20, B: [300] * 20, C: [200] * 20})
+    b = book()
+    add(b, rule(by="client", hold_s=3, clear_s=2))
+    eng = AlertEngine(store, b)
+    eng.tick(NOW + 20 + SETTLE)
+    st = eng.rule_state("r1")
+    assert list(st.open()) == [A] and st.withheld_total == 2
+    assert sorted(k for k, e in st.elements.items() if e.withheld) == [B, C]
+    assert per_element(b) == [("alert.fired", A, 3)]
+
+
+def test_closing_a_per_element_rule_clears_every_open_element_once(setup, receiver):
+    store, book = setup
+    rx = receiver([200])
+    load_clients(store, CLIENTS)
+    b = book()
+    r = rule(by="client", hold_s=3, clear_s=2, webhook=rx.url)
+    add(b, r)
+    eng = AlertEngine(store, b)
+    eng.tick(NOW + 8 + SETTLE)
+    fired = {e["element"]: e["id"] for e in b.events() if e["kind"] == "alert.fired"}
+    assert set(fired) == {A, B}
+    ids = eng.close_rule(r, "the rule was deleted", NOW + 20)
+    clears = [b.event(i) for i in ids]
+    assert {(c["element"], c["opened_by"]) for c in clears} == {(A, fired[A]), (B, fired[B])}
+    assert all(c["message"].endswith("cleared: the rule was deleted") for c in clears)
+    assert eng.close_rule(r, "again", NOW + 21) == [] and eng.rule_state(r.id) is None
+    # each post names its element
+    Deliverer(b, timeout=2).run_due(float("inf"))
+    docs = [json.loads(body) for _, body in rx.posts]
+    assert sorted((d["kind"], d["element"]["key"]) for d in docs) == [
+        ("alert.cleared", A), ("alert.cleared", B), ("alert.fired", A), ("alert.fired", B)]
+    assert {d["element"]["dimension"] for d in docs} == {"client"} and {d["alert"]["by"] for d in docs} == {"client"}
+
+
+def test_posts_link_to_the_event_and_a_worksheet_of_its_element_when_the_public_url_is_set(setup, receiver):
+    store, book = setup
+    rx = receiver([200])
+    load_clients(store, CLIENTS)
+    b = book()
+    add(b, rule(by="client", where={"op": ["read"]}, hold_s=3, clear_s=2, webhook=rx.url))
+    AlertEngine(store, b).tick(NOW + 30 + SETTLE)
+    Deliverer(b, timeout=2, public_url="https://nas1.example:8080").run_due(float("inf"))
+    docs = {(d["kind"], d["element"]["key"]): d for d in (json.loads(body) for _, body in rx.posts)}
+    fired, cleared = docs[("alert.fired", B)], docs[("alert.cleared", B)]
+    assert fired["url"] == f"https://nas1.example:8080/alerts?event={fired['event_id']}"
+    # B's run began at 0 s, fired at 3 s and cleared at 12 s: the link shows B from a minute before
+    # its run to a minute after its clear
+    assert cleared["worksheet_url"] == ("https://nas1.example:8080/?range=3m&paused=1&at="
+                                        f"{NOW + 72}&s=nfs.ops;w:op=read;w:client=10.0.0.2")
+    assert fired["worksheet_url"].startswith(f"https://nas1.example:8080/?range=3m&paused=1&at={NOW + 63}&s=")
+    # without the public address, no links
+    rx.posts.clear()
+    eid = b.events()[0]["id"]
+    b.record_attempt(eid, 1, NOW, rx.url, False, 500, "HTTP 500", 1.0, delivery="pending", next_at=NOW)
+    Deliverer(b, timeout=2).run_due(float("inf"))
+    doc = json.loads(rx.posts[0][1])
+    assert doc["event_id"] == eid and "url" not in doc and "worksheet_url" not in doc
+
+
+def test_an_agent_event_links_to_the_alerts_page_only():
+    ev = dict(id=9, kind="agent.connected", at=NOW, subject="a", label="a", threshold=None, value=None,
+              opened_by=None, message="m", dim=None, element=None, stat=None)
+    doc = payload(ev, None, public_url="https://nas1.example", worksheet=None)
+    assert doc["url"] == "https://nas1.example/alerts?event=9" and "worksheet_url" not in doc
+
+
+def test_a_restart_resumes_per_element_state(setup):
+    store, book = setup
+    load_clients(store, CLIENTS)
+    b = book()
+    add(b, rule(by="client", hold_s=3, clear_s=2))
+    AlertEngine(store, b).tick(NOW + 8 + SETTLE)
+    b.close()
+    b = book()
+    eng = AlertEngine(store, b)
+    st = eng.rule_state("r1")
+    assert ElementsState.load(st.dump()) == st and sorted(st.open()) == [A, B]
+    eng.tick(NOW + 30 + SETTLE)
+    assert per_element(b) == [("alert.fired", A, 3), ("alert.fired", B, 3), ("alert.cleared", B, 12)]
+
+
+def test_a_total_rule_has_no_element_in_its_payload():
+    ev = dict(id=1, kind="alert.fired", at=NOW, subject="r", label="busy", threshold=1.0, value=2.0, opened_by=None,
+              message="m", dim=None, element=None)
+    assert "element" not in payload(ev, None)
+
+
+# ------------------------------------------------------------------ edits racing the evaluation
+
+
+def test_rule_edits_racing_the_evaluation_never_leave_a_stale_event_or_an_alert_closed_twice(setup):
+    """A thread edits two rules (a total and a per-element one) over and over, each edit a new
+    version named in its events, while ticks evaluate second after second of a load that makes them
+    fire and clear all the time. No event may be recorded under a version after it was replaced, and
+    every alert fired must be cleared exactly once, under its own version (the last by the deletion)."""
+    import random
+    import threading
+
+    store, book = setup
+    seconds = 200
+    # every client flips above and below the threshold every couple of seconds, out of step
+    load_clients(store, {f"10.0.0.{c}": [100 if (i // (2 + c % 3)) % 2 else 5 for i in range(seconds)]
+                         for c in range(1, 6)})
+    b = book()
+    rules = [rule(id="tot", name="tot v0", hold_s=1, clear_s=1, threshold=250),
+             rule(id="per", name="per v0", by="client", hold_s=1, clear_s=1)]
+    for r in rules:
+        add(b, r)
+    eng = AlertEngine(store, b)
+    stop, edits, errors = threading.Event(), [], []
+    rnd = random.Random(7)
+
+    def editor():
+        try:
+            k = 0
+            while not stop.is_set():
+                k += 1
+                old = rules[k % 2]
+                new = Rule(**{**old.__dict__, "name": f"{old.id} v{k}"})
+                eng.replace_rule(old, new, None, "alice", NOW)
+                # the newest event once the edit is done: none of old's may come after it
+                edits.append((old.name, b._q("SELECT coalesce(max(id), 0) FROM events")[0][0]))
+                rules[k % 2] = new
+                time.sleep(rnd.random() * 0.004)
+        except Exception as e:  # pragma: no cover (reported below)
+            errors.append(e)
+
+    t = threading.Thread(target=editor)
+    t.start()
+    try:
+        for ts in range(NOW + SETTLE, NOW + seconds + SETTLE):
+            eng.tick(ts)
+            time.sleep(0.001)  # the evaluation thread rests between ticks too: an edit gets its turn
+    finally:
+        stop.set()
+        t.join()
+    assert not errors
+    for r in rules:
+        eng.delete_rule(r, NOW + seconds)
+    events = sorted(b.events(limit=100_000), key=lambda e: e["id"])
+    assert len(edits) >= 50 and sum(e["kind"] == "alert.fired" for e in events) >= 50  # it did race
+    replaced = dict(edits)
+    for e in events:
+        if e["label"] in replaced:
+            assert e["id"] <= replaced[e["label"]], f"{e} recorded after {e['label']} was replaced"
+    fired = {e["id"]: e for e in events if e["kind"] == "alert.fired"}
+    clears: dict[int, list[dict]] = {i: [] for i in fired}
+    for e in events:
+        if e["kind"] == "alert.cleared":
+            clears[e["opened_by"]].append(e)
+    for i, f in fired.items():
+        assert [(c["label"], c["element"]) for c in clears[i]] == [(f["label"], f["element"])], \
+            f"fired {f} cleared {len(clears[i])} times: {clears[i]}"
 
 
 def test_agents_connect_and_disconnect(setup):

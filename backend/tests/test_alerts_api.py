@@ -23,8 +23,10 @@ def rx():
 
 
 def send(client, start, seconds, ops, client_ip="10.0.0.7"):
-    frames = [nfs_frame(start + i, [(client_ip, "read", "/export/a", ops, 0, {})], source="a@nas1", seq=start + i)
-              for i in range(seconds)]
+    """`ops` a second from `client_ip`, or from each client of a {client: ops} dict."""
+    per = ops if isinstance(ops, dict) else {client_ip: ops}
+    frames = [nfs_frame(start + i, [(c, "read", "/export/a", n, 0, {}) for c, n in per.items()], source="a@nas1",
+                        seq=start + i) for i in range(seconds)]
     r = client.post("/api/v1/ingest", json={"frames": [f.model_dump() for f in frames]},
                     headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200 and r.json()["accepted"] == seconds, r.text
@@ -61,6 +63,9 @@ RULE = {"name": "busy reads", "metric": "nfs.ops", "where": {"op": ["read"]}, "c
     ({"webhook": "ftp://example.org/x"}, 422, "not an http:// or https:// URL"),
     ({"webhook": "http:///nohost"}, 422, "not an http:// or https:// URL"),
     ({"colour": "red"}, 422, "colour"),
+    ({"by": "colour"}, 400, "by: unknown dimension 'colour'"),
+    ({"by": "latency"}, 400, "by: 'latency' is a histogram"),
+    ({"by": 7}, 422, "by"),
 ])
 def test_bad_rules_are_refused_by_name_and_nothing_is_created(client, change, status, problem):
     r = client.post("/api/v1/alerts", json={**RULE, **change})
@@ -144,3 +149,47 @@ def test_events_of_a_range_include_alerts_still_open_at_its_start(client):
     assert [(e["id"], e["until"]) for e in evs] == [(old, None)]
     r = client.get("/api/v1/events", params={"start": "yesterday-ish"})
     assert r.status_code == 400 and "cannot read time" in r.text
+
+
+def test_a_per_client_rule_fires_for_each_client_over_its_threshold(client, rx):
+    now = int(time.time())
+    send(client, now - 20, 20, {"10.0.0.7": 100, "10.0.0.8": 80, "10.0.0.9": 5})
+    assert client.put("/api/v1/client-names", json={"entries": [{"address": "10.0.0.7", "name": "nfs-a"}]}
+                      ).status_code == 200
+    r = client.post("/api/v1/alerts", json={**RULE, "name": "busy clients", "by": "client", "webhook": rx.url})
+    assert r.status_code == 201, r.text
+    rule = r.json()
+    assert (rule["by"], rule["statistic"]) == ("client", "NFS operations per second of type read broken down by client")
+    fired = wait_events(client, "alert.fired", 2)
+    assert sorted((e["dim"], e["element"], e["value"]) for e in fired) == [
+        ("client", "10.0.0.7", 100), ("client", "10.0.0.8", 80)]
+    assert all(e["subject"] == rule["id"] and e["label"] == "busy clients" for e in fired)
+    listed = client.get("/api/v1/alerts").json()
+    assert (listed["top_elements"], listed["max_open"]) == (20, 10)
+    state = listed["rules"][0]["state"]
+    assert state["active"] and state["open_count"] == 2 and state["elements_seen"] >= 2
+    assert sorted(o["element"] for o in state["open"]) == ["10.0.0.7", "10.0.0.8"]
+    assert listed["names"] == {"10.0.0.7": "nfs-a"}  # the named one of the clients shown
+    log = client.get("/api/v1/events").json()
+    assert log["active"] == 2 and log["names"] == {"10.0.0.7": "nfs-a"}
+    # one event, as a webhook's link opens it: with a worksheet of its client over the alert's time
+    one = next(e for e in fired if e["element"] == "10.0.0.7")
+    detail = client.get(f"/api/v1/events/{one['id']}").json()
+    assert detail["event"] == next(e for e in log["events"] if e["id"] == one["id"])
+    assert detail["names"] == {"10.0.0.7": "nfs-a"}
+    assert detail["worksheet"] == f"?range=3m&paused=1&at={int(one['at']) + 60}&s=nfs.ops;w:op=read;w:client=10.0.0.7"
+    r = client.get("/api/v1/events/999999")
+    assert r.status_code == 404 and "no event 999999" in r.text
+    # an edit closes both, one clear each, and each post names its client
+    r = client.put(f"/api/v1/alerts/{rule['id']}", json={**RULE, "name": "busy clients", "by": "client",
+                                                         "threshold": 1000, "webhook": rx.url})
+    assert r.status_code == 200 and r.json()["state"]["open_count"] == 0
+    cleared = wait_events(client, "alert.cleared", 2)
+    assert sorted((c["element"], c["opened_by"]) for c in cleared) == sorted((f["element"], f["id"]) for f in fired)
+    end = time.time() + 10
+    while len(rx.posts) < 4 and time.time() < end:
+        time.sleep(0.1)
+    posts = [json.loads(b) for _, b in rx.posts]
+    assert sorted((p["kind"], p["element"]["key"]) for p in posts) == [
+        ("alert.cleared", "10.0.0.7"), ("alert.cleared", "10.0.0.8"), ("alert.fired", "10.0.0.7"),
+        ("alert.fired", "10.0.0.8")]

@@ -72,6 +72,7 @@ ROUTES = {
     ("DELETE", "/api/v1/alerts/{rule_id}"): "admin",
     ("POST", "/api/v1/alerts/{rule_id}/test"): "admin",
     ("GET", "/api/v1/events"): "viewer",
+    ("GET", "/api/v1/events/{event_id}"): "viewer",
     ("GET", "/api/v1/events/{event_id}/deliveries"): "viewer",
     ("PUT", "/api/v1/client-names"): "admin",
 }

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 from loupe.api.main import create_app
 from loupe.config import Settings
 from loupe.frame import Frame
-from loupe.tiles import DEFAULT_TILES, SPARK_POINTS, TTLCache, spark_window
+from loupe.alerts import SETTLE
+from loupe.tiles import DEFAULT_TILES, LEVEL_SECONDS, SPARK_POINTS, TTLCache, level_of, spark_window
 
 TOKEN = "tiles-token"
 RETAIN = {"second": 48 * 3600, "minute": 30 * 86400, "hour": 365 * 86400}
@@ -171,6 +172,7 @@ def test_a_young_store_fills_the_sparkline_and_the_cpu_tile_is_a_share_of_all_cp
     assert 55 <= len(nfs["values"]) <= 62 and nfs["timestamps"][0] == nfs["span_start"]
     assert all(abs(v - 40) < 1e-9 for v in nfs["values"][1:-2])
     assert st["nfs_read"]["value"] == pytest.approx(40.0)  # 40 MB/s
+    assert st["nfs_read"]["level"] == pytest.approx(40.0) and st["nfs_read"]["level_seconds"] == 10
     assert st["nfs_write"]["value"] == 0
     assert st["cpu"]["value"] == pytest.approx(25.0)  # four CPUs a quarter busy: 25 % of all, not 100 %
     assert all(abs(v - 25) < 1e-9 for v in st["cpu"]["values"][1:-2])
@@ -207,3 +209,51 @@ def test_ttl_cache_keeps_values_a_while_and_never_none():
     assert get("n", None) is None and get("n", 4) == 4  # None is computed again
     assert get("b", 5) == 5 and get("c", 6) == 6  # past the size: old entries go, the new one stays
     assert get("c", 7) == 6
+
+
+# ------------------------------------------------------------------ the weather's value
+
+NOW = 1_800_000_000
+
+
+def test_the_weather_is_the_mean_of_the_last_settled_seconds():
+    start = NOW - 15
+    steady = [100.0] * 15
+    assert level_of(steady, start, NOW) == pytest.approx(100.0)
+    # a burst in one settled second moves the mean by a tenth of it
+    burst = steady.copy()
+    burst[NOW - SETTLE - 1 - start] = 1100.0
+    assert level_of(burst, start, NOW) == pytest.approx(200.0)
+    # seconds still arriving (the last SETTLE) do not count, nor do those before the window
+    late = steady.copy()
+    late[-1] = late[0] = 10**6
+    assert level_of(late, start, NOW) == pytest.approx(100.0)
+    # a second the series does not reach counts as 0
+    assert level_of([100.0] * 5, NOW - SETTLE - 5, NOW) == pytest.approx(50.0)
+
+
+def test_a_bursty_load_keeps_its_weather_where_the_newest_second_would_flicker():
+    """900 and 1,200 ops/s in turn, around a threshold of 1,000: judged on the newest second the
+    level would flip at every refresh; the trailing mean (1,050) stays on one side."""
+    load = [900.0 if ts % 2 else 1200.0 for ts in range(NOW - 100, NOW)]
+
+    def above(now: int, newest: bool) -> bool:
+        window = load[now - 15 - (NOW - 100): now - (NOW - 100)]
+        v = window[-1] if newest else level_of(window, now - 15, now)
+        return v >= 1000
+
+    newest = {above(now, True) for now in range(NOW - 60, NOW)}
+    mean = {above(now, False) for now in range(NOW - 60, NOW)}
+    assert newest == {True, False} and mean == {True}
+    assert LEVEL_SECONDS == 10
+
+
+def test_a_tile_reports_the_newest_second_and_judges_its_weather_on_the_mean(client):
+    now = int(time.time())
+    rate = {ts: 40 for ts in range(now - 30, now)}
+    rate[now - SETTLE - 2] = 400  # one settled second's burst: a tenth of it shows in the level
+    ingest(client, [nfs_frame(ts, [("10.0.0.7", "read", "/export/f", 1, mb * 1_000_000, {})], source="n@h")
+                    for ts, mb in rate.items()])
+    tile = next(t for t in client.get("/api/v1/status").json()["tiles"] if t["id"] == "nfs_read")
+    assert tile["value"] == pytest.approx(40.0)  # the newest second
+    assert tile["level"] == pytest.approx(76.0)  # (9 x 40 + 400) / 10

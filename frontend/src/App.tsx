@@ -2,6 +2,7 @@
 // the account corner; the page by path.
 import { useEffect, useState } from 'react'
 import { useAlertRules } from './api/alerts'
+import { openCount } from './lib/alerts'
 import { useSources, useStatus } from './api/hooks'
 import { useLiveState } from './api/live'
 import { useMe, type Me } from './auth/session'
@@ -22,7 +23,7 @@ import { lastWorksheet, openWorksheet } from './state/useWorksheet'
 /** Open alerts beside the Alerts link, so they are seen from any page. */
 function OpenAlerts() {
   const rules = useAlertRules()
-  const n = rules.data?.filter((r) => r.state.active).length ?? 0
+  const n = openCount(rules.data?.rules)
   return n ? (
     <span className="pill pill-warn" data-testid="nav-alerts-open" title={`${n} alert${n === 1 ? '' : 's'} open`}>
       {n}

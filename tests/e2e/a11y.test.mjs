@@ -34,6 +34,7 @@ describe('Loupe accessibility in Chromium', { skip: skip ?? false }, () => {
     ['runs', '/runs', ['runs-page']],
     ['admin', '/admin', ['admin-page']],
     ['alerts with the new-alert form open', '/alerts?new=nfs.ops', ['alert-form', 'event-log']],
+    ['alerts with a per-client form and an event from a link', '/alerts?new=nfs.ops;by:client&event=1', ['alert-by-note', 'event-focus-message', 'event-log']],
     ['a client\'s diagnosis', '/clients?client=10.0.0.7', ['client-verdict']],
   ]
   for (const theme of ['light', 'dark']) {

@@ -82,13 +82,14 @@ export async function startLoupe({
   readyMs = 60_000,
   prepare = null, // (dataDir) => void: runs before the server starts, e.g. to mount something in it
   extraArgs = [], // more `loupe serve` flags
+  env: extraEnv = () => ({}), // (base) => more environment, e.g. LOUPE_PUBLIC_URL: base
 } = {}) {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'loupe-e2e-'))
   prepare?.(dataDir)
   const base = `http://127.0.0.1:${port}`
   const args = ['serve', '--demo', '--port', String(port), '--data-dir', dataDir, '--demo-backfill', String(backfill), ...extraArgs]
-  const env = { ...process.env, LOUPE_ADMIN_PASSWORD: ADMIN_PASSWORD }
+  const env = { ...process.env, LOUPE_ADMIN_PASSWORD: ADMIN_PASSWORD, ...extraEnv(base) }
   const proc = spawn(loupeBin, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env })
   let log = ''
   const keep = (b) => {

@@ -61,10 +61,11 @@ describe('Loupe status tiles in Chromium', { skip: skip ?? false }, () => {
     // every tile shares the span since the store's oldest second; the demo's 90 s of NFS history fill much of it
     const busy = nfs.values.slice(0, -1).filter((v) => v > 0).length
     assert.ok(busy * nfs.step >= 60 && busy >= nfs.values.length / 3, `the demo traffic across the sparkline: ${busy} of ${nfs.values.length} points`)
-    // the weather agrees with the default thresholds for the value shown
-    const level = nfs.thresholds.filter((t) => nfs.value >= t).length
+    // the weather agrees with the default thresholds for the mean of the last 10 s, and says so
+    assert.equal(nfs.level_seconds, 10)
+    const level = nfs.thresholds.filter((t) => nfs.level >= t).length
     assert.equal(await tile('nfs_ops').getAttribute('data-weather'), LEVELS[level].toLowerCase())
-    assert.match(await tile('nfs_ops').getAttribute('title'), /sunny below 1,000 ops\/s; partly cloudy from 1,000 ops\/s; .*hurricane from 50,000 ops\/s/)
+    assert.match(await tile('nfs_ops').getAttribute('title'), /Weather \(mean of the last 10 s: [\d.,]+[KMG]? ops\/s\): sunny below 1,000 ops\/s; partly cloudy from 1,000 ops\/s; .*hurricane from 50,000 ops\/s/)
     await shot('status-01-tiles')
   })
 

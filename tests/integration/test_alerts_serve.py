@@ -47,7 +47,7 @@ def admin(server):
 
 
 def test_an_alert_fires_and_clears_on_a_scripted_load_with_exact_webhook_posts(server_factory, tmp_path):
-    env = {"LOUPE_ADMIN_PASSWORD": ADMIN_PW}
+    env = {"LOUPE_ADMIN_PASSWORD": ADMIN_PW, "LOUPE_PUBLIC_URL": "https://nas1.example:8080/"}
     data = tmp_path / "data"
     current = {"s": server_factory("--no-local-agent", data_dir=data, env=env)}
     rx = Receiver([200])
@@ -75,6 +75,14 @@ def test_an_alert_fires_and_clears_on_a_scripted_load_with_exact_webhook_posts(s
         fired, cleared = (json.loads(body) for _, body in rx.posts)
         assert fired["value"] == 100 and cleared["value"] == 5 and cleared["opened_by"] == fired["event_id"]
         assert fired["alert"]["name"] == "reads over 50" and "above 50 ops/s for 3 s" in fired["message"]
+        # each post links back to its event and to a worksheet of the statistic over the alert's time
+        assert fired["url"] == f"https://nas1.example:8080/alerts?event={fired['event_id']}"
+        # from the run's start (its hold before it fired) to the clear, a margin either side
+        pad = max(60, (cleared["at_unix"] - fired["at_unix"] + 3) // 4)
+        assert cleared["worksheet_url"].startswith("https://nas1.example:8080/?range=")
+        assert cleared["worksheet_url"].endswith(f"&paused=1&at={cleared['at_unix'] + pad:.0f}&s=nfs.ops;w:op=read")
+        detail = c.get(f"/api/v1/events/{cleared['event_id']}").json()
+        assert f"https://nas1.example:8080/{detail['worksheet']}" == cleared["worksheet_url"]
         log = c.get("/api/v1/events", params={"start": "-10m"}).json()["events"]
         alert_kinds = [e["kind"] for e in log if e["kind"].startswith("alert.")]
         assert alert_kinds == ["alert.cleared", "alert.fired"]  # newest first

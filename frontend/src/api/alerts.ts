@@ -2,8 +2,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api, unwrap, type AlertRuleBody, type Schemas } from './client'
 
+/** The rules with their state, and the bounds of per-element rules. */
 export function useAlertRules() {
-  return useQuery({ queryKey: ['alerts'], queryFn: async () => unwrap(await api.GET('/api/v1/alerts')).rules, refetchInterval: 5_000 })
+  return useQuery({ queryKey: ['alerts'], queryFn: async () => unwrap(await api.GET('/api/v1/alerts')), refetchInterval: 5_000 })
 }
 
 type EventQuery = { start?: string; end?: string; kind?: Schemas['EventPublic']['kind'][]; limit?: number; open_before?: boolean }
@@ -14,6 +15,16 @@ export function useEvents(query: EventQuery, refetchMs: number | false = 5_000) 
     queryKey: ['events', query],
     queryFn: async () => unwrap(await api.GET('/api/v1/events', { params: { query } })),
     refetchInterval: refetchMs,
+  })
+}
+
+/** One event (a webhook post's link opens the Alerts page on it), with its worksheet link. */
+export function useEvent(eventId: number | null) {
+  return useQuery({
+    queryKey: ['events', 'one', eventId],
+    enabled: eventId !== null,
+    queryFn: async () => unwrap(await api.GET('/api/v1/events/{event_id}', { params: { path: { event_id: eventId! } } })),
+    refetchInterval: 5_000,
   })
 }
 

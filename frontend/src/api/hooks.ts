@@ -293,12 +293,12 @@ export function useAnnotations(view: View): Annotation[] {
         await api.GET('/api/v1/events', {
           params: { query: { ...range, open_before: true, kind: ['alert.fired', 'agent.connected', 'agent.disconnected'] } },
         }),
-      ).events,
+      ),
     refetchInterval: view.paused ? false : 5_000,
   })
   return useMemo(() => {
     const now = Date.now() / 1000
-    return [...runAnnotations(runs.data, now), ...eventAnnotations(events.data, now)]
+    return [...runAnnotations(runs.data, now), ...eventAnnotations(events.data?.events, now, events.data?.names)]
   }, [runs.data, events.data])
 }
 

@@ -31,10 +31,10 @@ export interface paths {
         };
         /** One alert rule and its state */
         get: operations["get_rule_api_v1_alerts__rule_id__get"];
-        /** Replace an alert rule (admin); an open alert is cleared and evaluation starts afresh */
+        /** Replace an alert rule (admin); its open alerts are cleared and evaluation starts afresh */
         put: operations["update_rule_api_v1_alerts__rule_id__put"];
         post?: never;
-        /** Delete an alert rule (admin); an open alert is cleared, the log keeps its events */
+        /** Delete an alert rule (admin); its open alerts are cleared, the log keeps its events */
         delete: operations["delete_rule_api_v1_alerts__rule_id__delete"];
         options?: never;
         head?: never;
@@ -255,6 +255,23 @@ export interface paths {
         };
         /** The event log over a range, newest first */
         get: operations["list_events_api_v1_events_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One event, with a worksheet of an alert's statistic over its time (webhook posts link here) */
+        get: operations["get_event_api_v1_events__event_id__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -809,8 +826,31 @@ export interface components {
             /** Rss Bytes */
             rss_bytes: number;
         };
+        /** AlertElementPublic */
+        AlertElementPublic: {
+            /**
+             * Element
+             * @description The element of the rule's breakdown, e.g. a client address
+             */
+            element: string;
+            /**
+             * Since
+             * @description When its alert fired (unix seconds)
+             */
+            since: number;
+            /**
+             * Value
+             * @description Its newest evaluated second's value
+             */
+            value: number | null;
+        };
         /** AlertRuleBody */
         AlertRuleBody: {
+            /**
+             * By
+             * @description Fire per element of this dimension (e.g. client: "any client above"), each with its own state and events; absent: on the total. Each second the busiest elements are checked (top_elements of the rule list), and at most max_open of a rule's alerts are open at once
+             */
+            by?: string | null;
             /**
              * Clear S
              * @description An open alert clears after this many seconds without it
@@ -889,11 +929,30 @@ export interface components {
         };
         /** AlertRuleList */
         AlertRuleList: {
+            /**
+             * Max Open
+             * @description Per-element rules: alerts of one rule open at once, at most
+             */
+            max_open: number;
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
             /** Rules */
             rules: components["schemas"]["AlertRulePublic"][];
+            /**
+             * Top Elements
+             * @description Per-element rules: the busiest elements checked each second
+             */
+            top_elements: number;
         };
         /** AlertRulePublic */
         AlertRulePublic: {
+            /** By */
+            by: string | null;
             /** Clear S */
             clear_s: number;
             /**
@@ -955,7 +1014,7 @@ export interface components {
         AlertStatePublic: {
             /**
              * Active
-             * @description The alert is open: it fired and has not cleared
+             * @description An alert of the rule is open: it fired and has not cleared
              */
             active: boolean;
             /**
@@ -964,15 +1023,45 @@ export interface components {
              */
             checked_upto: number | null;
             /**
+             * Elements Seen
+             * @description Per element: elements of the breakdown in the newest evaluated seconds
+             */
+            elements_seen: number | null;
+            /**
+             * Open
+             * @description Per element: the open alerts, oldest first
+             */
+            open: components["schemas"]["AlertElementPublic"][];
+            /**
+             * Open Count
+             * @description Alerts of the rule open now (0 or 1 for a total)
+             */
+            open_count: number;
+            /**
              * Since
-             * @description When it fired (unix seconds)
+             * @description When it fired (unix seconds); per element, the first still open
              */
             since: number | null;
             /**
              * Value
-             * @description The newest evaluated second's value
+             * @description The newest evaluated second's value; per element, that of the busiest element checked (for a 'below' rule, the quietest)
              */
             value: number | null;
+            /**
+             * Value Element
+             * @description Per element: whose value `value` is
+             */
+            value_element: string | null;
+            /**
+             * Withheld
+             * @description Per element: elements holding the condition long enough now but not opened, since max_open alerts of the rule are open
+             */
+            withheld: number;
+            /**
+             * Withheld Total
+             * @description Per element: elements withheld so, each counted once per run, since the rule was last saved
+             */
+            withheld_total: number;
         };
         /** AuditEntry */
         AuditEntry: {
@@ -1427,11 +1516,27 @@ export interface components {
              */
             detail: string;
         };
+        /** EventDetail */
+        EventDetail: {
+            event: components["schemas"]["EventPublic"];
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
+            /**
+             * Worksheet
+             * @description For an alert: the query string of a worksheet of its statistic (its element, per element) over the alert's time, e.g. '?range=17m&paused=1&at=1800000000&s=nfs.ops;w:op=read'; null for an agent's
+             */
+            worksheet: string | null;
+        };
         /** EventList */
         EventList: {
             /**
              * Active
-             * @description Alerts open now
+             * @description Alerts open now (each element of a per-element rule counts)
              */
             active: number;
             /**
@@ -1439,6 +1544,13 @@ export interface components {
              * @description Newest first
              */
             events: components["schemas"]["EventPublic"][];
+            /**
+             * Names
+             * @description Client address -> its name (LOUPE_CLIENT_NAMES), for the client addresses in this result that have one; the others are shown as themselves
+             */
+            names?: {
+                [key: string]: string;
+            };
         };
         /** EventPublic */
         EventPublic: {
@@ -1455,6 +1567,16 @@ export interface components {
              * @enum {string}
              */
             delivery: "none" | "pending" | "delivered" | "failed";
+            /**
+             * Dim
+             * @description A per-element rule's event: the dimension of its breakdown
+             */
+            dim?: string | null;
+            /**
+             * Element
+             * @description A per-element rule's event: which element (e.g. a client address); null for a rule on the total
+             */
+            element?: string | null;
             /** Id */
             id: number;
             /**
@@ -2521,6 +2643,16 @@ export interface components {
              * @description The tile's name: lower-case letters, digits, _ and -, unique among the tiles
              */
             id: string;
+            /**
+             * Level
+             * @description What the weather is judged on: the mean of the last level_seconds settled seconds (a few behind now), in the tile's unit
+             */
+            level: number;
+            /**
+             * Level Seconds
+             * @description Seconds averaged into level
+             */
+            level_seconds: number;
             /**
              * Metric
              * @description A metric of GET /api/v1/metrics
@@ -4405,6 +4537,89 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description The store cannot answer now (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_event_api_v1_events__event_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDetail"];
+                };
+            };
+            /** @description A parameter is wrong (detail says which and why) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid session or token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role or token scope does not reach this route, or no CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such event */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Request body over the size limit */
             413: {

@@ -1,6 +1,7 @@
 // Alert rules as the form edits them, and in words. Pure; tested beside.
-import type { AlertRuleBody, AlertRulePublic, EventPublic } from '../api/client'
+import type { AlertRuleBody, AlertRulePublic, EventPublic, MetricPublic } from '../api/client'
 import { largestUnit } from './format'
+import { addressOf, elementName, type Names } from './names'
 
 export const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const
 export type Day = (typeof DAYS)[number]
@@ -49,6 +50,8 @@ export interface Draft {
   name: string
   metric: string
   filters: string
+  /** A dimension to fire per element of; '' for the total. */
+  by: string
   condition: 'above' | 'below'
   threshold: string
   hold: Duration
@@ -65,11 +68,12 @@ export interface Draft {
   enabled: boolean
 }
 
-export function newDraft(metric: string, where: Record<string, string[]> = {}): Draft {
+export function newDraft(metric: string, where: Record<string, string[]> = {}, by: string | null = null): Draft {
   return {
     name: '',
     metric,
     filters: formatFilters(where),
+    by: by ?? '',
     condition: 'above',
     threshold: '',
     hold: { n: 5, unit: 'min' },
@@ -91,6 +95,7 @@ export function draftOf(r: AlertRulePublic): Draft {
     name: r.name,
     metric: r.metric,
     filters: formatFilters(r.where),
+    by: r.by ?? '',
     condition: r.condition,
     threshold: String(r.threshold),
     hold: toDuration(r.hold_s),
@@ -118,6 +123,7 @@ export function bodyOf(d: Draft): { body: AlertRuleBody } | { error: string } {
     name: d.name.trim(),
     metric: d.metric,
     where: f.where,
+    by: d.by || null,
     condition: d.condition,
     threshold,
     hold_s: durationSeconds(d.hold),
@@ -152,9 +158,11 @@ export function daysText(days: readonly string[]): string {
   return runs.join(', ')
 }
 
-/** "above 50 ops/s for 5 min; clears after 1 min; Mon–Fri 09:00–17:00 (Europe/Berlin)". */
-export function ruleText(r: Pick<AlertRulePublic, 'condition' | 'threshold' | 'unit' | 'hold_s' | 'clear_s' | 'repost_s' | 'days' | 'from_time' | 'to_time' | 'timezone'>): string {
-  const parts = [`${r.condition} ${r.threshold.toLocaleString('en-US')} ${r.unit} for ${durationText(r.hold_s)}`, `clears after ${durationText(r.clear_s)}`]
+/** "above 50 ops/s for 5 min; clears after 1 min; Mon–Fri 09:00–17:00 (Europe/Berlin)"; per element,
+ * "any client above 50 ops/s for 5 min; ...". */
+export function ruleText(r: Pick<AlertRulePublic, 'condition' | 'threshold' | 'unit' | 'hold_s' | 'clear_s' | 'repost_s' | 'days' | 'from_time' | 'to_time' | 'timezone'> & { by?: string | null }): string {
+  const who = r.by ? `any ${dimNoun(r.by)} ` : ''
+  const parts = [`${who}${r.condition} ${r.threshold.toLocaleString('en-US')} ${r.unit} for ${durationText(r.hold_s)}`, `clears after ${durationText(r.clear_s)}`]
   if (r.repost_s) parts.push(`reposts every ${durationText(r.repost_s)}`)
   const when = [r.days.length < 7 || r.from_time ? daysText(r.days) : '', r.from_time ? `${r.from_time}–${r.to_time}` : ''].filter(Boolean).join(' ')
   if (when) parts.push(`${when}${r.timezone ? ` (${r.timezone})` : ''}`)
@@ -183,4 +191,61 @@ export function deliveryText(e: Pick<EventPublic, 'delivery' | 'attempts'>): str
     case 'failed':
       return `failed after ${n}`
   }
+}
+
+/** Alerts open now over all rules: each element of a per-element rule counts. */
+export function openCount(rules: Pick<AlertRulePublic, 'state'>[] | undefined): number {
+  return (rules ?? []).reduce((n, r) => n + r.state.open_count, 0)
+}
+
+/**
+ * What a per-element rule's bounds mean for it, in words: "checks the 20 busiest clients each
+ * second; at most 10 open at once; 3 withheld now (5 since saved)". Empty for a rule on the total.
+ */
+export function boundsText(r: Pick<AlertRulePublic, 'by' | 'condition' | 'state'>, topElements: number, maxOpen: number): string {
+  if (!r.by) return ''
+  const parts = [`checks the ${topElements} busiest ${plural(r.by)} each second${r.condition === 'below' ? ' (and those falling out of them)' : ''}`, `at most ${maxOpen} open at once`]
+  const s = r.state
+  if (s.withheld || s.withheld_total) parts.push(`${s.withheld} withheld now (${s.withheld_total} since saved)`)
+  return parts.join('; ')
+}
+
+// As the catalog's phrases say them (catalog.DIM_PHRASE): "type read", "protocol v3", "CPU 3".
+const NOUNS: Record<string, [string, string]> = { op: ['type', 'types'], proto: ['protocol', 'protocols'], cpu: ['CPU', 'CPUs'], port: ['local port', 'local ports'] }
+
+/** A dimension's element as a noun: "client", "type" (op), "CPU". */
+export function dimNoun(dim: string): string {
+  return NOUNS[dim]?.[0] ?? dim
+}
+
+function plural(dim: string): string {
+  return NOUNS[dim]?.[1] ?? (dim.endsWith('s') ? `${dim}es` : `${dim}s`)
+}
+
+/** The breakdowns a rule of `metric` may fire per element of: its dimensions, not its histograms. */
+export function perElementDims(m: Pick<MetricPublic, 'dimensions' | 'histograms'> | undefined): string[] {
+  const hist = new Set((m?.histograms ?? []).map((h) => h.name))
+  return (m?.dimensions ?? []).filter((d) => !hist.has(d))
+}
+
+/** An alert event's title: the rule's name, and for a per-element rule its element, a client by
+ * its name ("busy: client nfs-a"). */
+export function eventTitle(e: Pick<EventPublic, 'label' | 'dim' | 'element'>, names?: Names): string {
+  return e.element == null ? e.label : `${e.label}: ${dimNoun(e.dim ?? '')} ${elementName(e.dim, e.element, names)}`
+}
+
+/**
+ * An event's message in pieces, its client element by name: the server writes the element as
+ * "client 10.0.0.7"; a named client reads "client nfs-a" with the address on hover (`address`).
+ */
+export function messageParts(e: Pick<EventPublic, 'message' | 'dim' | 'element'>, names?: Names): { text: string; address?: string }[] {
+  const address = e.element != null ? addressOf(e.dim, e.element, names) : null
+  const phrase = `${e.dim} ${e.element}`
+  const at = address ? e.message.indexOf(phrase) : -1
+  if (!address || at < 0) return [{ text: e.message }]
+  return [
+    { text: e.message.slice(0, at + e.dim!.length + 1) },
+    { text: names![address]!, address },
+    { text: e.message.slice(at + phrase.length) },
+  ].filter((p) => p.text !== '')
 }

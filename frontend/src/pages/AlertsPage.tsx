@@ -1,22 +1,26 @@
 // Alerts: the rules with their state, a form to make or change one (admins), and the event log with
-// each webhook post's attempts. /alerts?new=<statistic> opens the form for a chart's statistic.
+// each webhook post's attempts. /alerts?new=<statistic> opens the form for a chart's statistic;
+// /alerts?event=<id> (a webhook post's link) shows that event first.
 import { useMemo, useState, type FormEvent } from 'react'
-import { useAlertRules, useDeleteAlert, useDeliveries, useEvents, useSaveAlert, useTestAlert } from '../api/alerts'
+import { useAlertRules, useDeleteAlert, useDeliveries, useEvent, useEvents, useSaveAlert, useTestAlert } from '../api/alerts'
 import type { AlertRulePublic, EventPublic, MetricPublic } from '../api/client'
 import { useMetrics } from '../api/hooks'
 import { can } from '../auth/roles'
 import type { Me } from '../auth/session'
+import { elementLabel } from '../charts/palette'
+import { ClientLabel } from '../components/ClientLabel'
 import { ErrorLine } from '../components/ErrorLine'
 import { MetricOptions } from '../components/MetricOptions'
-import { bodyOf, DAYS, deliveryText, draftOf, KIND_TEXT, newDraft, ruleText, type Day, type Draft, type Duration, type DurationUnit } from '../lib/alerts'
+import { bodyOf, boundsText, DAYS, deliveryText, dimNoun, draftOf, KIND_TEXT, messageParts, newDraft, openCount, perElementDims, ruleText, type Day, type Draft, type Duration, type DurationUnit } from '../lib/alerts'
 import { formatDateTime, sig3 } from '../lib/format'
+import { CLIENT_DIM, namedTitle, type Names } from '../lib/names'
 import { navigate, useLocation } from '../state/router'
 import { decodeStatistic, EMPTY_WORKSHEET, encodeStatistic, makeStatistic, type Statistic } from '../state/url'
 import { openWorksheet } from '../state/useWorksheet'
 
-/** The alerts page, its form open on a chart's statistic. */
+/** The alerts page, its form open on a chart's statistic (per element of its breakdown, if any). */
 export function openAlertFor(stat: Statistic) {
-  navigate(`/alerts?new=${encodeURIComponent(encodeStatistic(makeStatistic(stat.metric, null, stat.where)))}`)
+  navigate(`/alerts?new=${encodeURIComponent(encodeStatistic(makeStatistic(stat.metric, stat.by ?? null, stat.where)))}`)
 }
 
 function DurationInput({ label, value, onChange, testId, allowZero }: { label: string; value: Duration; onChange: (d: Duration) => void; testId: string; allowZero?: boolean }) {
@@ -41,12 +45,19 @@ function DurationInput({ label, value, onChange, testId, allowZero }: { label: s
   )
 }
 
-function RuleForm({ rule, initial, metrics, onDone }: { rule: AlertRulePublic | null; initial: Draft; metrics: MetricPublic[]; onDone: () => void }) {
+interface Bounds {
+  top: number
+  maxOpen: number
+}
+
+function RuleForm({ rule, initial, metrics, bounds, onDone }: { rule: AlertRulePublic | null; initial: Draft; metrics: MetricPublic[]; bounds: Bounds; onDone: () => void }) {
   const save = useSaveAlert()
   const [d, setD] = useState<Draft>(initial)
   const [problem, setProblem] = useState<string | null>(null)
   const set = (patch: Partial<Draft>) => setD((x) => ({ ...x, ...patch }))
-  const unit = metrics.find((m) => m.name === d.metric)?.unit ?? ''
+  const metric = metrics.find((m) => m.name === d.metric)
+  const unit = metric?.unit ?? ''
+  const dims = perElementDims(metric)
 
   function submit(e: FormEvent) {
     e.preventDefault()
@@ -71,13 +82,36 @@ function RuleForm({ rule, initial, metrics, onDone }: { rule: AlertRulePublic | 
         </label>
         <label className="field">
           <span>Statistic</span>
-          <select value={d.metric} onChange={(e) => set({ metric: e.target.value })} data-testid="alert-metric">
+          <select
+            value={d.metric}
+            onChange={(e) => {
+              const next = perElementDims(metrics.find((m) => m.name === e.target.value))
+              set({ metric: e.target.value, by: next.includes(d.by) ? d.by : '' })
+            }}
+            data-testid="alert-metric"
+          >
             <MetricOptions metrics={metrics} />
           </select>
         </label>
         <label className="field">
           <span>Filters (dim=value, space-separated)</span>
           <input value={d.filters} onChange={(e) => set({ filters: e.target.value })} placeholder="e.g. op=read client=10.0.0.7" data-testid="alert-filters" />
+        </label>
+        <label className="field">
+          <span>Fire for</span>
+          <select value={d.by} onChange={(e) => set({ by: e.target.value })} data-testid="alert-by">
+            <option value="">the total</option>
+            {dims.map((dim) => (
+              <option key={dim} value={dim}>
+                each {dimNoun(dim)} on its own
+              </option>
+            ))}
+          </select>
+          {d.by && (
+            <span className="muted small" data-testid="alert-by-note">
+              each {dimNoun(d.by)} that crosses the threshold fires, and clears, on its own; the {bounds.top} busiest are checked each second, at most {bounds.maxOpen} open at once
+            </span>
+          )}
         </label>
         <div className="field">
           <span>Condition</span>
@@ -164,22 +198,55 @@ function RuleForm({ rule, initial, metrics, onDone }: { rule: AlertRulePublic | 
 
 function StateBadge({ rule }: { rule: AlertRulePublic }) {
   if (!rule.enabled) return <span className="state-badge state-badge-idle">disabled</span>
-  if (rule.state.active)
+  const s = rule.state
+  if (s.active && rule.by)
+    return (
+      <span className="state-badge state-badge-bad" data-testid="alert-open" title={`the first opened ${formatDateTime(s.since ?? 0)}`}>
+        {s.open_count} open
+      </span>
+    )
+  if (s.active)
     return (
       <span className="state-badge state-badge-bad" data-testid="alert-open">
-        open since {formatDateTime(rule.state.since ?? 0)}
+        open since {formatDateTime(s.since ?? 0)}
       </span>
     )
   return <span className="state-badge state-badge-ok">ok</span>
 }
 
+/** An element of a rule's breakdown: a client by its name (address on hover), others as they are. */
+function Element({ dim, element, names }: { dim: string; element: string; names: Names | undefined }) {
+  return dim === CLIENT_DIM ? <ClientLabel address={element} names={names} /> : <>{elementLabel(element)}</>
+}
+
+/** A per-element rule's open alerts: each element, since when and its value. */
+function OpenElements({ rule, names }: { rule: AlertRulePublic; names: Names | undefined }) {
+  if (!rule.by || !rule.state.open.length) return null
+  return (
+    <ul className="alert-elements" data-testid="alert-open-elements" aria-label={`open alerts of ${rule.name}`}>
+      {rule.state.open.map((o) => (
+        <li key={o.element} data-testid="alert-open-element" data-element={o.element}>
+          {dimNoun(rule.by!)}{' '}
+          <b>
+            <Element dim={rule.by!} element={o.element} names={names} />
+          </b>{' '}
+          since {formatDateTime(o.since)}
+          {o.value != null && <span className="muted"> · {sig3(o.value)} {rule.unit}</span>}
+        </li>
+      ))}
+    </ul>
+  )
+}
+
 function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic) => void }) {
-  const rules = useAlertRules()
+  const list = useAlertRules()
   const del = useDeleteAlert()
   const test = useTestAlert()
   const [tested, setTested] = useState<{ id: string; text: string } | null>(null)
-  if (rules.error) return <div className="error">{rules.error.message}</div>
-  if (!rules.data) return <div className="loading">Loading…</div>
+  if (list.error) return <div className="error">{list.error.message}</div>
+  if (!list.data) return <div className="loading">Loading…</div>
+  const rules = { data: list.data.rules }
+  const names = list.data.names
   if (!rules.data.length) return <div className="empty">No alert rules yet.{admin ? ' Make one with “New alert”, or from a chart’s bell.' : ''}</div>
   return (
     <>
@@ -200,6 +267,7 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
             <tr key={r.id} data-testid="alert-rule" data-name={r.name} data-active={r.state.active}>
               <td>
                 <StateBadge rule={r} />
+                <OpenElements rule={r} names={names} />
               </td>
               <td className="wrap">
                 <a
@@ -207,15 +275,29 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
                   title="Open this statistic in the worksheet"
                   onClick={(e) => {
                     e.preventDefault()
-                    openWorksheet({ ...EMPTY_WORKSHEET, statistics: [makeStatistic(r.metric, null, r.where, 'line')], range: '1h' })
+                    openWorksheet({ ...EMPTY_WORKSHEET, statistics: [makeStatistic(r.metric, r.by ?? null, r.where, 'line')], range: '1h' })
                   }}
                 >
                   <b>{r.name}</b>
                 </a>
-                <div className="muted small">{r.statistic}</div>
+                <div className="muted small">{namedTitle(r.statistic, r.where, names)}</div>
               </td>
-              <td className="wrap">{ruleText(r)}</td>
-              <td className="num">{r.state.value == null ? '–' : `${sig3(r.state.value)} ${r.unit}`}</td>
+              <td className="wrap">
+                {ruleText(r)}
+                {r.by && (
+                  <div className="muted small" data-testid="alert-bounds">
+                    {boundsText(r, list.data.top_elements, list.data.max_open)}
+                  </div>
+                )}
+              </td>
+              <td className="num">
+                {r.state.value == null ? '–' : `${sig3(r.state.value)} ${r.unit}`}
+                {r.by && r.state.value_element != null && (
+                  <div className="muted small">
+                    {dimNoun(r.by)} <Element dim={r.by} element={r.state.value_element} names={names} />
+                  </div>
+                )}
+              </td>
               <td className="wrap small">
                 {r.webhook ?? '–'}
                 {r.has_secret && ' (signed)'}
@@ -258,6 +340,68 @@ function Rules({ admin, onEdit }: { admin: boolean; onEdit: (r: AlertRulePublic)
   )
 }
 
+/** An event's message, a client element by its name with its address on hover. */
+function EventMessage({ event, names }: { event: EventPublic; names: Names | undefined }) {
+  return messageParts(event, names).map((p, i) =>
+    p.address ? (
+      <span key={i} className="client-named" title={p.address} data-address={p.address}>
+        {p.text}
+      </span>
+    ) : (
+      <span key={i}>{p.text}</span>
+    ),
+  )
+}
+
+function kindBadge(kind: EventPublic['kind']): string {
+  return kind === 'alert.fired' || kind === 'alert.reposted' ? 'state-badge-bad' : kind === 'agent.disconnected' ? 'state-badge-off' : 'state-badge-ok'
+}
+
+/** The event a link points at: what happened, its webhook attempts, and its statistic over its time. */
+function EventFocus({ id, onClose }: { id: number; onClose: () => void }) {
+  const q = useEvent(id)
+  return (
+    <section className="panel event-focus" aria-label={`Event ${id}`} data-testid="event-focus">
+      <div className="panel-head">
+        <h2>Event {id}</h2>
+        {q.data && <span className={`state-badge ${kindBadge(q.data.event.kind)}`}>{KIND_TEXT[q.data.event.kind]}</span>}
+        {q.data && <span className="muted small">{formatDateTime(q.data.event.at)}</span>}
+        <button type="button" className="button small-button event-focus-close" onClick={onClose}>
+          Close
+        </button>
+      </div>
+      <div className="admin-body">
+        {q.error && <div className="error">{q.error.message}</div>}
+        {q.data && (
+          <>
+            <p className="event-focus-message" data-testid="event-focus-message">
+              <EventMessage event={q.data.event} names={q.data.names} />
+            </p>
+            {q.data.worksheet && (
+              <a
+                href={`/${q.data.worksheet}`}
+                data-testid="event-worksheet"
+                onClick={(e) => {
+                  e.preventDefault()
+                  navigate(`/${q.data.worksheet}`)
+                }}
+              >
+                Show its statistic in the worksheet, over the alert’s time
+              </a>
+            )}
+            {q.data.event.delivery !== 'none' && (
+              <div className="small">
+                Webhook: {deliveryText(q.data.event)}
+                <Deliveries event={q.data.event} />
+              </div>
+            )}
+          </>
+        )}
+      </div>
+    </section>
+  )
+}
+
 function Deliveries({ event }: { event: EventPublic }) {
   const d = useDeliveries(event.id)
   if (!d.data) return null
@@ -279,7 +423,7 @@ const LOG_RANGES = [
   ['-7d', 'last week'],
 ] as const
 
-export function EventLog({ start, limit, compact, kind }: { start: string; limit: number; compact?: boolean; kind?: EventPublic['kind'][] }) {
+export function EventLog({ start, limit, compact, kind, focus }: { start: string; limit: number; compact?: boolean; kind?: EventPublic['kind'][]; focus?: number | null }) {
   const events = useEvents({ start, limit, ...(kind ? { kind } : {}) })
   const [open, setOpen] = useState<number | null>(null)
   if (events.error) return <div className="error">{events.error.message}</div>
@@ -297,12 +441,14 @@ export function EventLog({ start, limit, compact, kind }: { start: string; limit
       </thead>
       <tbody>
         {events.data.events.map((e) => (
-          <tr key={e.id} data-testid="event" data-kind={e.kind} className={e.delivery !== 'none' && !compact ? 'clickable' : ''} onClick={() => !compact && e.delivery !== 'none' && setOpen(open === e.id ? null : e.id)}>
+          <tr key={e.id} data-testid="event" data-kind={e.kind} data-element={e.element ?? undefined} className={[e.delivery !== 'none' && !compact ? 'clickable' : '', e.id === focus ? 'selected' : ''].join(' ').trim()} onClick={() => !compact && e.delivery !== 'none' && setOpen(open === e.id ? null : e.id)}>
             <td>{formatDateTime(e.at)}</td>
             <td>
-              <span className={`state-badge ${e.kind === 'alert.fired' || e.kind === 'alert.reposted' ? 'state-badge-bad' : e.kind === 'agent.disconnected' ? 'state-badge-off' : 'state-badge-ok'}`}>{KIND_TEXT[e.kind]}</span>
+              <span className={`state-badge ${kindBadge(e.kind)}`}>{KIND_TEXT[e.kind]}</span>
             </td>
-            <td className="wrap">{e.message}</td>
+            <td className="wrap" data-testid="event-message">
+              <EventMessage event={e} names={events.data.names} />
+            </td>
             {!compact && (
               <td className="wrap small" data-testid="event-delivery" data-delivery={e.delivery}>
                 {e.delivery !== 'none' && (
@@ -329,16 +475,23 @@ export function AlertsPage({ me }: { me: Me }) {
     const text = new URLSearchParams(search).get('new')
     return text ? decodeStatistic(text).stat : null
   }, [search])
+  const focus = useMemo(() => {
+    const n = Number(new URLSearchParams(search).get('event'))
+    return Number.isInteger(n) && n > 0 ? n : null
+  }, [search])
+  const bounds: Bounds = { top: rules.data?.top_elements ?? 0, maxOpen: rules.data?.max_open ?? 0 }
   const [editing, setEditing] = useState<{ rule: AlertRulePublic | null; draft: Draft; key: number } | null>(null)
   const [logRange, setLogRange] = useState<string>('-24h')
   const list = metrics.data?.metrics ?? []
   // a chart's bell opens the form once, on its statistic
-  const form = editing ?? (admin && fromChart && list.length ? { rule: null, draft: newDraft(fromChart.metric, fromChart.where), key: 0 } : null)
+  // a breakdown the rule cannot fire per element of (a histogram: a heat map's buckets) is left out
+  const chartBy = fromChart?.by && perElementDims(list.find((m) => m.name === fromChart.metric)).includes(fromChart.by) ? fromChart.by : null
+  const form = editing ?? (admin && fromChart && list.length ? { rule: null, draft: newDraft(fromChart.metric, fromChart.where, chartBy), key: 0 } : null)
   const close = () => {
     setEditing(null)
     if (fromChart) navigate('/alerts', { replace: true })
   }
-  const active = rules.data?.filter((r) => r.state.active).length ?? 0
+  const active = openCount(rules.data?.rules)
 
   return (
     <main className="page admin-page">
@@ -353,14 +506,15 @@ export function AlertsPage({ me }: { me: Me }) {
           </button>
         )}
       </div>
+      {focus !== null && <EventFocus id={focus} onClose={() => navigate('/alerts', { replace: true })} />}
       {form && (
         <section className="panel" aria-label={form.rule ? 'Edit alert' : 'New alert'}>
           <div className="panel-head">
             <h2>{form.rule ? `Edit “${form.rule.name}”` : 'New alert'}</h2>
-            <span className="muted small">checked every second, a few seconds behind now; changing a rule clears its open alert and starts afresh</span>
+            <span className="muted small">checked every second, a few seconds behind now; changing a rule clears its open alerts and starts afresh</span>
           </div>
           <div className="admin-body">
-            <RuleForm key={form.key} rule={form.rule} initial={form.draft} metrics={list} onDone={close} />
+            <RuleForm key={form.key} rule={form.rule} initial={form.draft} metrics={list} bounds={bounds} onDone={close} />
           </div>
         </section>
       )}
@@ -383,7 +537,7 @@ export function AlertsPage({ me }: { me: Me }) {
           </div>
           <span className="muted small">alerts firing and clearing, agents connecting and disconnecting; click a webhook cell for its attempts</span>
         </div>
-        <EventLog start={logRange} limit={500} />
+        <EventLog start={logRange} limit={500} focus={focus} />
       </section>
     </main>
   )

@@ -33,7 +33,7 @@ export function StatusPage() {
       {status.error && <div className="error">Cannot read status: {status.error.message}</div>}
       <div className="panel-head activity-head">
         <h2>Activity</h2>
-        <span className="small muted">newest second, the last 7 days, and the weather from the admin’s thresholds · click a tile to open it in the worksheet</span>
+        <span className="small muted">newest second, the last 7 days, and the weather (mean of the last 10 s) from the admin’s thresholds · click a tile to open it in the worksheet</span>
         {isAdmin && (
           <button className="button small-button" onClick={() => setEditing(!editing)} aria-expanded={editing} data-testid="edit-tiles">
             {editing ? 'Close editor' : 'Edit tiles'}

@@ -101,7 +101,7 @@ export function TimeseriesCard({ stat, view: worksheet, metric, onOpen, onChange
         <>
           <ExportButtons title={title} csv={data && !isEmpty(data) ? () => toCsv(data) : null} png={png} />
           {me.data && can(me.data.role, 'admin') && (
-            <button className="icon-button" onClick={() => openAlertFor(stat)} title="Alert on this statistic (its filters, not its breakdown)" aria-label="Alert on this statistic" data-testid="alert-on-chart">
+            <button className="icon-button" onClick={() => openAlertFor(stat)} title={stat.by ? `Alert on this statistic, per ${stat.by}` : 'Alert on this statistic'} aria-label="Alert on this statistic" data-testid="alert-on-chart">
               <svg viewBox="0 0 16 16" width="14" height="14" aria-hidden>
                 <path d="M8 1.5a4 4 0 0 0-4 4v3L2.5 11h11L12 8.5v-3a4 4 0 0 0-4-4zM6.5 12.5a1.5 1.5 0 0 0 3 0" fill="none" stroke="currentColor" strokeWidth="1.4" strokeLinejoin="round" />
               </svg>

@@ -6,12 +6,25 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ...models import DeliveryList, DeliveryPublic, EventKind, EventList, EventPublic
+from ...alerts import worksheet_of
+from ...models import DeliveryList, DeliveryPublic, EventDetail, EventKind, EventList, EventPublic
 from ...timerange import RangeError, parse_time
 from ..deps import LoupeDep, ViewerDep
 from .alerts import shown_url
 
 router = APIRouter(tags=["events"])
+
+
+NOT_FOUND = {404: {"description": "No such event"}}
+
+
+def _public(r: dict, until: float | None) -> EventPublic:
+    return EventPublic(**{k: r[k] for k in EventPublic.model_fields if k in r}, until=until,
+                       next_attempt=r["next_at"] if r["delivery"] == "pending" else None)
+
+
+def _clients(events: list[EventPublic]) -> list[str]:
+    return [e.element for e in events if e.dim == "client" and e.element is not None]
 
 
 @router.get("/events", response_model=EventList, summary="The event log over a range, newest first")
@@ -38,13 +51,23 @@ def list_events(
     # a fired alert's span ends at its clear, which may lie after the range
     fired = [r["id"] for r in rows if r["kind"] == "alert.fired"]
     until = {c["opened_by"]: c["at"] for c in book.cleared_for(fired)}
-    events = [EventPublic(**{k: r[k] for k in EventPublic.model_fields if k in r}, until=until.get(r["id"]),
-                          next_attempt=r["next_at"] if r["delivery"] == "pending" else None) for r in rows]
-    active = sum(1 for rec in book.rules() if (st := loupe.alert_engine.rule_state(rec["id"])) and st.active)
-    return EventList(events=events, active=active)
+    events = [_public(r, until.get(r["id"])) for r in rows]
+    active = sum(len(loupe.alert_engine.open_alerts(rec["id"])) for rec in book.rules())
+    return EventList(events=events, active=active, names=loupe.names.names(_clients(events)))
 
 
-@router.get("/events/{event_id}/deliveries", response_model=DeliveryList, responses={404: {"description": "No such event"}},
+@router.get("/events/{event_id}", response_model=EventDetail, responses=NOT_FOUND,
+            summary="One event, with a worksheet of an alert's statistic over its time (webhook posts link here)")
+def get_event(event_id: int, _: ViewerDep, loupe: LoupeDep) -> EventDetail:
+    r = loupe.alerts.event(event_id)
+    if r is None:
+        raise HTTPException(404, f"no event {event_id}")
+    until = next((c["at"] for c in loupe.alerts.cleared_for([r["id"]])), None) if r["kind"] == "alert.fired" else None
+    ev = _public(r, until)
+    return EventDetail(event=ev, worksheet=worksheet_of(r, loupe.alerts), names=loupe.names.names(_clients([ev])))
+
+
+@router.get("/events/{event_id}/deliveries", response_model=DeliveryList, responses=NOT_FOUND,
             summary="Each attempt to post an event to its webhook")
 def deliveries(event_id: int, p: ViewerDep, loupe: LoupeDep) -> DeliveryList:
     if loupe.alerts.event(event_id) is None:

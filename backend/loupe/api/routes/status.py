@@ -24,10 +24,11 @@ def _cache(request: Request) -> tiles_mod.TTLCache:
     return app.status_cache
 
 
-def _tile(t: TileSpec, loupe: Loupe, host: str | None, spark: Window, recent: Window,
+def _tile(t: TileSpec, loupe: Loupe, host: str | None, spark: Window, recent: Window, now_s: int,
           cache: tiles_mod.TTLCache) -> StatusTile:
     store = loupe.store
-    empty = dict(value=0.0, timestamps=[], values=[], span_start=spark.start, step=spark.step)
+    empty = dict(value=0.0, level=0.0, level_seconds=tiles_mod.LEVEL_SECONDS, timestamps=[], values=[],
+                 span_start=spark.start, step=spark.step)
     try:
         stat = tiles_mod.statistic(t, host)
         norm = t.scale
@@ -39,8 +40,10 @@ def _tile(t: TileSpec, loupe: Loupe, host: str | None, spark: Window, recent: Wi
     except QueryError as e:
         return StatusTile(**t.model_dump(), **empty, error=str(e))
     last = now.total[now.last_index] * norm if now.last_index >= 0 else 0.0
+    level = tiles_mod.level_of(now.total, recent.start, now_s) * norm
     where = dict(t.where, **({"host": [host]} if host else {}))
-    return StatusTile(**(t.model_dump() | {"where": where}), value=last, values=[v * norm for v in total],
+    return StatusTile(**(t.model_dump() | {"where": where}), value=last, level=level,
+                      level_seconds=tiles_mod.LEVEL_SECONDS, values=[v * norm for v in total],
                       timestamps=list(range(spark.start, spark.end, spark.step)), span_start=spark.start,
                       step=spark.step)
 
@@ -63,8 +66,9 @@ def status(
     oldest = cache.get("oldest", lambda: min((lo for _, lo, _ in store.extent().values() if lo is not None),
                                              default=None))
     spark = tiles_mod.spark_window(now, oldest, loupe.retain, span)
-    recent = window_for("-15s", "now", retain=loupe.retain, step=1, now=now)  # the current value: newest full second
-    tiles = [_tile(t, loupe, host, spark, recent, cache) for t in tiles_mod.load(store).tiles]
+    # the current value (the newest second with data) and the weather's trailing mean
+    recent = window_for("-15s", "now", retain=loupe.retain, step=1, now=now)
+    tiles = [_tile(t, loupe, host, spark, recent, now, cache) for t in tiles_mod.load(store).tiles]
     demo_hosts = sorted({s["host"] for s in store.sources() if s["demo"] and s["host"]})
     t = loupe.telemetry
     free = shutil.disk_usage(loupe.settings.data_dir).free

@@ -46,12 +46,19 @@ describe('event annotations', () => {
       ev({ id: 3, kind: 'alert.cleared', at: 160 }),
       ev({ id: 4, kind: 'agent.disconnected', at: 250, label: 'a1 (nas1)' }),
       ev({ id: 5, kind: 'alert.test', at: 260 }),
+      ev({ id: 6, at: 320, label: 'busy clients', dim: 'client', element: '10.0.0.7' }),
     ], 400)
     expect(got).toEqual([
       { label: 'alert: busy', from: 100, to: 160, kind: 'alert' },
       { label: 'alert: slow (open)', from: 300, to: 400, kind: 'alert' },
       { label: 'a1 (nas1) disconnected', from: 250, to: 251, kind: 'agent' },
+      { label: 'alert: busy clients: client 10.0.0.7 (open)', from: 320, to: 400, kind: 'alert' },
     ])
+  })
+  it("a per-client alert's span names its client", () => {
+    const e = ev({ label: 'busy clients', dim: 'client', element: '10.0.0.7', until: 160 })
+    expect(eventAnnotations([e], 400, { '10.0.0.7': 'nfs-a' })[0]!.label).toBe('alert: busy clients: client nfs-a')
+    expect(eventAnnotations([e], 400)[0]!.label).toBe('alert: busy clients: client 10.0.0.7')
   })
   it('each kind draws in its own colour and keeps its kind through category spans', () => {
     const s = annotationSeries([['r', 0, 1], ['a', 2, 3, 'alert']])

@@ -1,6 +1,8 @@
 // Spans of time drawn on charts: benchmark runs, alerts while open, agents connecting and
 // disconnecting; clipped to what a chart shows. Pure; tested beside.
 import type { EventPublic, RunPublic } from '../../api/client'
+import { eventTitle } from '../../lib/alerts'
+import type { Names } from '../../lib/names'
 
 export type AnnotationKind = 'run' | 'alert' | 'agent'
 import { CHART } from '../palette'
@@ -45,12 +47,14 @@ export function annotationSeries(spans: [string, number, number, AnnotationKind?
   }
 }
 
-/** Alerts from when they fired until they cleared (or now while open); agent events as one second. */
-export function eventAnnotations(events: EventPublic[] | undefined, nowS: number): Annotation[] {
+/** Alerts from when they fired until they cleared (or now while open), a client element by its
+ * name; agent events as one second. */
+export function eventAnnotations(events: EventPublic[] | undefined, nowS: number, names?: Names): Annotation[] {
   const out: Annotation[] = []
   for (const e of events ?? []) {
     if (e.kind === 'alert.fired') {
-      out.push({ label: e.until == null ? `alert: ${e.label} (open)` : `alert: ${e.label}`, from: e.at, to: e.until ?? nowS, kind: 'alert' })
+      const title = eventTitle(e, names)
+      out.push({ label: e.until == null ? `alert: ${title} (open)` : `alert: ${title}`, from: e.at, to: e.until ?? nowS, kind: 'alert' })
     } else if (e.kind === 'agent.connected' || e.kind === 'agent.disconnected') {
       out.push({ label: `${e.label} ${e.kind === 'agent.connected' ? 'connected' : 'disconnected'}`, from: e.at, to: e.at + 1, kind: 'agent' })
     }

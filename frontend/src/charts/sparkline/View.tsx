@@ -68,7 +68,7 @@ export function SparklineTile({ tile, onOpen, demo }: { tile: TileView; onOpen: 
       onClick={onOpen}
       data-testid={`tile-${tile.id}`}
       data-weather={w ?? ''}
-      title={`Open ${tile.title} in the worksheet. Weather: ${tile.scale}.`}
+      title={`Open ${tile.title} in the worksheet. Weather (${tile.level}): ${tile.scale}.`}
     >
       <span className="tile-head">
         <span className="tile-title">{tile.title}</span>

@@ -20,5 +20,7 @@ export interface TileView {
   span: string
   /** the levels' bounds in words, e.g. 'sunny below 1,000 ops/s; partly cloudy from 1,000 ops/s; …' */
   scale: string
+  /** what the weather is judged on, e.g. 'mean of the last 10 s: 1,234 ops/s' */
+  level: string
   error: string | null
 }

@@ -13,6 +13,8 @@ const tile: StatusTile = {
   divide_by_cpus: false,
   thresholds: [10, 20, 30, 40],
   value: 12.34,
+  level: 12.34,
+  level_seconds: 10,
   timestamps: [100, 110, 120, 130],
   values: [10, 20, Number.NaN, 12],
   span_start: 100,
@@ -64,8 +66,16 @@ describe('sparkline', () => {
     expect(v.points.map((p) => p.ts)).toEqual([100, 110, 120])
     expect(v.span).toBe('last 30 s')
     expect(tileView({ ...tile, unit: '%', value: 41.66 }).value).toBe('41.7 %')
-    expect(tileView({ ...tile, value: 41.66 }).weather).toBe('hurricane')
+    expect(tileView({ ...tile, level: 41.66 }).weather).toBe('hurricane')
     expect(tileView({ ...tile, timestamps: [5], values: [1] }).points).toEqual([{ ts: 5, value: 1 }])
+  })
+
+  it('judges the weather on the trailing mean, not on the newest second, and says so', () => {
+    // a burst in the newest second shows as the value; the weather follows the mean
+    const v = tileView({ ...tile, value: 45, level: 15.5 })
+    expect([v.value, v.weather]).toEqual(['45 MB/s', 'partly cloudy'])
+    expect(v.level).toBe('mean of the last 10 s: 15.5 MB/s')
+    expect(tileView({ ...tile, value: 5, level: 35 }).weather).toBe('stormy')
   })
 
   it('says what span the sparkline covers: a week of hours, or the minutes a new store has', () => {

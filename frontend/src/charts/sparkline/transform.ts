@@ -46,9 +46,11 @@ export function tileView(t: StatusTile): TileView {
     title: t.title,
     value: t.error ? '–' : formatRate(t.value, t.unit),
     points,
-    weather: t.error ? null : weatherOf(t.value, t.thresholds),
+    // judged on a trailing mean (the server's), so one bursty second does not flip it
+    weather: t.error ? null : weatherOf(t.level, t.thresholds),
     span: spanText(Math.max(points.length, 1) * t.step),
     scale: weatherScale(t.thresholds, t.unit),
+    level: `mean of the last ${t.level_seconds} s: ${formatRate(t.level, t.unit)}`,
     error: t.error ?? null,
   }
 }
