@@ -392,6 +392,25 @@ describe('Loupe worksheet tools in Chromium', { skip: skip ?? false }, () => {
     assert.equal(png.name, 'nfs-operations-per-second-broken-down-by-client.png')
     assert.deepEqual([...png.body.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
     assert.ok(png.body.length > 5000, `${png.body.length} bytes`)
+    // the heat map's PNG has its cells (drawn beneath the chart) as well as its axes: most of the
+    // plot's pixels are not the card's background
+    const hpng = await save(page.getByTestId('export-png').nth(1))
+    const painted = await page.evaluate(async (b64) => {
+      const img = new Image()
+      img.src = `data:image/png;base64,${b64}`
+      await img.decode()
+      const c = document.createElement('canvas')
+      ;[c.width, c.height] = [img.width, img.height]
+      const ctx = c.getContext('2d')
+      ctx.drawImage(img, 0, 0)
+      // inside the plot: right of the bucket labels, above the time labels (the PNG is at twice the size)
+      const d = ctx.getImageData(200, 40, img.width - 260, img.height - 180).data
+      const bg = [...ctx.getImageData(4, 4, 1, 1).data]
+      let differ = 0
+      for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - bg[0]) + Math.abs(d[i + 1] - bg[1]) + Math.abs(d[i + 2] - bg[2]) > 30) differ++
+      return differ / (d.length / 4)
+    }, hpng.body.toString('base64'))
+    assert.ok(painted > 0.3, `${(painted * 100).toFixed(1)} % of the heat map PNG's plot is painted`)
     const hcsv = await save(page.getByTestId('export-csv').nth(1))
     assert.equal(hcsv.body.toString().split('\r\n')[0], 'time,unix,latency,latency_from,latency_to,ops/s')
     assert.ok(hcsv.body.toString().split('\r\n').length > 100)
