@@ -3,7 +3,7 @@
 // them and says what lies outside, the link keeps the zoom through a reload, "reset zoom" brings
 // every bucket back, and the same zoom is set from the keyboard. A plain drag and a shift-click
 // still select and extend a band, a band outside the zoom keeps its rate and members, and the
-// zoom combines with "crop outliers".
+// zoom combines with "crop outliers". A drag across columns as well selects the band over that time span.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { demoInBrowser, setupProblem, until } from './server.mjs'
@@ -203,5 +203,36 @@ describe('Loupe heat-map bucket zoom in Chromium', { skip: skip ?? false }, () =
     await until('every bucket', async () => JSON.stringify(await drawn()) === JSON.stringify(all))
     assert.equal(await page.getByTestId('zoom-badge').count(), 0)
     assert.deepEqual(t.consoleErrors, [])
+  })
+  it('selects a band over a time span with a drag across columns, lists who was in it then, and drills into that span', async () => {
+    const { page } = t
+    const end0 = Number(new URL(url).searchParams.get('at'))
+    await page.goto(url)
+    await chart().waitFor()
+    await until('the rate per band', async () => (await listed()).length > 3)
+    const rows = await drawn()
+    const labels = new Map((await listed()).map((r) => [r.index, r.label]))
+    const withEvents = rows.filter((e) => labels.has(e))
+    const asked = []
+    const onRequest = (r) => r.url().includes('/api/v1/breakdown?') && asked.push(new URL(r.url()).searchParams)
+    page.on('request', onRequest)
+    // from 20 % to 70 % of the five minutes, across two buckets (press and release anywhere on the plot)
+    await drag(await at(rows, withEvents[0], 0.2), await at(rows, withEvents[1], 0.7), false)
+    await until('a band selected', async () => (await page.getByTestId('band-sum').count()) === 1)
+    await page.getByTestId('member-row').first().waitFor()
+    page.off('request', onRequest)
+    const title = await page.getByTestId('members-title').textContent()
+    assert.match(title, / by client from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d to \d\d:\d\d:\d\d$/)
+    const q = asked.at(-1)
+    const [start, end] = [Number(q.get('start')), Number(q.get('end'))]
+    assert.ok(start >= end0 - 300 && end <= end0 + 1 && end - start >= 100 && end - start <= 200, `${start}..${end} of ${end0 - 300}..${end0}`)
+    assert.match(q.get('where'), new RegExp(`latency=${withEvents[0]}:${withEvents[1]}`))
+    await t.shot('heatzoom-span')
+    // a member drilled into opens on that span: its own time, paused at the span's end
+    await page.getByTestId('member-row').first().click()
+    await page.getByTestId('drill-menu').locator('button.menu-item[data-testid^="drill-"]:not([data-testid="drill-diagnose"])').first().click()
+    await until('a second chart', async () => params().getAll('s').length === 2)
+    const drilled = params().getAll('s')[1]
+    assert.match(drilled, new RegExp(`;t:(\\d+[smhdw])@${end}$`), drilled)
   })
 })

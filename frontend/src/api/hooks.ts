@@ -155,6 +155,8 @@ export interface MembersRequest {
   lo: number
   hi: number
   by: string
+  /** Only these seconds [start, end) of the range (a span of the heat map's columns). */
+  span?: { start: number; end: number } | null
 }
 
 /**
@@ -179,12 +181,12 @@ export function useMembers(stat: Statistic, view: View, req: MembersRequest | nu
               where: whereParams({ ...stat.where, [req!.dim]: [`${req!.lo}:${req!.hi}`] }),
               top: 20,
               points: heatmapPoints(view),
-              ...apiRange(view),
+              ...(req!.span ? { start: String(req!.span.start), end: String(req!.span.end) } : apiRange(view)),
             },
           },
         }),
       ),
-    refetchInterval: view.paused ? false : 5_000,
+    refetchInterval: view.paused || req?.span ? false : 5_000,
     placeholderData: keepPreviousData,
     retry: 1,
   })

@@ -1,5 +1,6 @@
 // The drill-down menu of a breakdown element: pick the next dimension for a new chart.
 import type { DrillChoice } from '../lib/drill'
+import type { TimeView } from '../state/url'
 import { Popover } from './Popover'
 
 export interface DrillTarget {
@@ -12,6 +13,8 @@ export interface DrillTarget {
   at: { x: number; y: number }
   /** Filters the new chart keeps besides the element (a heat-map band). */
   extraWhere?: Record<string, string[]>
+  /** The new chart's own time (a heat-map band's time span). */
+  time?: TimeView
 }
 
 interface Props {

@@ -186,8 +186,8 @@ export function WorksheetPage() {
             stat: s,
             view: ws,
             metric: metricOf(s.metric),
-            // a chart drilled from an unsynced one shows the same time
-            onOpen: (next: Statistic) => insertAfter(i, s.time ? { ...next, time: s.time } : next),
+            // a chart drilled from an unsynced one shows the same time, unless it asks for its own
+            onOpen: (next: Statistic) => insertAfter(i, s.time && !next.time ? { ...next, time: s.time } : next),
             onChange: (next: Statistic) => replaceAt(i, next),
             onRemove: ro ? undefined : () => removeAt(i),
           }

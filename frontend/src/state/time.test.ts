@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { absolute, back, formatSpan, forward, parseSpan, showUnits, spanLabel, toNow, zoom } from './time'
+import { absolute, back, formatSpan, forward, parseSpan, showUnits, spanLabel, spanView, toNow, zoom } from './time'
 
 const NOW = 1_800_000_000
 const live = { range: '10m', paused: false, at: null }
@@ -59,4 +59,15 @@ describe('toolbar moves', () => {
     [NOW - 100, NOW - 70, 'the range must be at least a minute'],
     [NOW - 400 * 86400, NOW, 'the range must be at most a year'],
   ])('refuses %d..%d: %s', (start, end, why) => expect(absolute(live, start, end, NOW)).toBe(why))
+})
+
+describe('spanView', () => {
+  it('shows [start, end) paused at its end', () => {
+    expect(spanView(NOW - 900, NOW)).toEqual({ range: '15m', paused: true, at: NOW })
+    expect(spanView(NOW - 90, NOW)).toEqual({ range: '90s', paused: true, at: NOW })
+  })
+  it('has none shorter than a minute or longer than a year', () => {
+    expect(spanView(NOW - 59, NOW)).toBe(null)
+    expect(spanView(NOW - 367 * 86400, NOW)).toBe(null)
+  })
 })

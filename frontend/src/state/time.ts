@@ -84,6 +84,12 @@ export function zoom(v: TimeView, factor: number): TimeView {
   return { ...v, range: formatSpan(clamp(Math.round((span * factor) / 60) * 60)) }
 }
 
+/** A chart's own time showing [start, end) paused at its end, or null when it is shorter than a minute or longer than a year. */
+export function spanView(start: number, end: number): TimeView | null {
+  const span = end - start
+  return span >= MIN_SPAN && span <= MAX_SPAN ? { range: formatSpan(span), paused: true, at: end } : null
+}
+
 /** An absolute range [start, end) in unix seconds: paused at its end. Null, with why, when it cannot be shown. */
 export function absolute(v: TimeView, start: number, end: number, nowS: number): TimeView | string {
   if (!(end > start)) return 'the end must be after the start'

@@ -1,13 +1,14 @@
 // A heat-map card: a histogram dimension over time, with bands and who is in them.
 import { useMemo, useRef, useState } from 'react'
 import { useHeatmap, useHeatmapTail, useMembers, useAnnotations, type MembersRequest } from '../api/hooks'
-import type { Band } from '../charts/heatmap/model'
+import type { Band, Span } from '../charts/heatmap/model'
+import { spanView } from '../state/time'
 import { bandLabel, cropOutliers, heatmapCsv, mergeTail, nextCrop, zoomLabel } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
 import { memberDims } from '../lib/drill'
-import { formatAmount, formatRate, formatShare } from '../lib/format'
+import { formatAmount, formatClock, formatDateTime, formatRate, formatShare } from '../lib/format'
 import { elementLabel, HEAT_HINT, middleEllipsis } from '../charts/palette'
 import { addressOf, elementHover, elementName } from '../lib/names'
 import { useTheme } from '../lib/theme'
@@ -33,13 +34,14 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
   const dim = stat.by ?? 'latency'
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
   const [band, setBand] = useState<Band | null>(null)
+  const [span, setSpan] = useState<Span | null>(null) // the band's columns, when a drag went across them
   const [by, setBy] = useState<string | null>(null)
   const theme = useTheme()
   const crop = stat.crop ?? 0 // in the URL, so that a link shows the same crop
   const zoom = stat.zoom ?? null // and the same bucket zoom
   const png = useRef<(() => string) | null>(null)
   const memberBy = by && dims.includes(by) ? by : (dims.find((d) => d === 'client') ?? dims[0] ?? 'client')
-  const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy } : null
+  const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy, span } : null
   const members = useMembers(stat, view, req)
   const { open, menu } = useDrill(metric, stat, onOpen, view)
   const info = useCardInfo(stat, metric, q.data?.statistic, q.data?.names)
@@ -58,8 +60,9 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
         <>
           <div className="side-title" data-testid="members-title">
             {formatRate(members.data.total, unit)} between {q.data ? bandLabel(q.data.buckets, band, valueUnit) : ''} by {memberBy}
+            {span && ` from ${formatDateTime(span.start)} to ${formatClock(span.end)}`}
           </div>
-          {members.data.rows.length === 0 && <div className="muted">Nobody in this band over the range.</div>}
+          {members.data.rows.length === 0 && <div className="muted">Nobody in this band {span ? 'then' : 'over the range'}.</div>}
           <table className="table members-table">
             <tbody>
               {members.data.rows.map((r) => (
@@ -76,6 +79,7 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
                       address: addressOf(memberBy, r.key, names),
                       at,
                       extraWhere: { [dim]: [`${band.lo}:${band.hi}`] },
+                      time: (span && spanView(span.start, span.end)) ?? undefined,
                     })
                   }
                 >
@@ -167,8 +171,12 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
           valueUnit={valueUnit}
           rateUnit={unit}
           selection={band}
+          span={span}
           annotations={annotations}
-          onSelect={setBand}
+          onSelect={(b, s) => {
+            setBand(b)
+            setSpan(s)
+          }}
           zoom={zoom}
           onZoom={setZoom}
           zoomText={zoomText}

@@ -33,7 +33,8 @@ export function useDrill(
         onChoose={(c) => {
           setTarget(null)
           const element = target.dim ? { dim: target.dim, key: target.key } : null
-          onOpen(drillStatistic(metric, stat, element, c.dim, target.extraWhere))
+          const next = drillStatistic(metric, stat, element, c.dim, target.extraWhere)
+          onOpen(target.time ? { ...next, time: target.time } : next)
         }}
       />
     ) : null

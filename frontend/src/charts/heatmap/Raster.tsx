@@ -9,6 +9,8 @@ import { timed } from '../../lib/timing'
 import { HEAT_COLORS } from '../palette'
 import { cellAtPoint, cellEdges, cellTip, parseColor, rasterGrid, scaleColor } from './transform'
 
+export type Cell = { col: number; row: number }
+
 const LEVELS = 64 // colours of the scale drawn: more than the eye tells apart on 8 stops
 
 interface Props {
@@ -18,9 +20,9 @@ interface Props {
   children: ReactNode
   /** Filled with the raster's canvas, for the PNG export to draw beneath the chart. */
   canvas: MutableRefObject<HTMLCanvasElement | null>
-  /** A press and a release on the plot, with the bucket row under each (null off the cells). */
-  onPress: (row: number | null) => void
-  onRelease: (row: number | null, shift: boolean) => void
+  /** A press and a release on the plot, with the cell under each (null off the cells). */
+  onPress: (cell: Cell | null) => void
+  onRelease: (cell: Cell | null, shift: boolean) => void
 }
 
 /** Where the chart's canvas is inside `box`, px. */
@@ -107,8 +109,8 @@ export function RasterPlot({ result, rateUnit, children, canvas, onPress, onRele
     <div
       ref={box}
       className="hm-plot"
-      onMouseDown={(e) => onPress(cellOf(e)?.row ?? null)}
-      onMouseUp={(e) => onRelease(cellOf(e)?.row ?? null, e.shiftKey)}
+      onMouseDown={(e) => onPress(cellOf(e))}
+      onMouseUp={(e) => onRelease(cellOf(e), e.shiftKey)}
       onMouseMove={(e) => {
         const cell = cellOf(e)
         const rate = cell ? grid.rate[cell.col * rows + cell.row]! : NaN

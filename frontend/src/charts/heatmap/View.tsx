@@ -6,14 +6,16 @@ import type { Bucket, HeatmapResult } from '../../api/client'
 import { EChart } from '../../components/EChart'
 import { formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
-import type { Band, HeatmapOptions } from './model'
+import type { Band, HeatmapOptions, Span } from './model'
 import { RasterPlot } from './Raster'
-import { bandBetween, bandLabel, bandRate, bucketRates, toHeatmapOption, zoomBuckets } from './transform'
+import { bandBetween, bandLabel, bandRate, bucketRates, spanBetween, toHeatmapOption, zoomBuckets } from './transform'
 
 interface Props extends HeatmapOptions {
   /** Every bucket the crop kept; the zoom is applied here. */
   result: HeatmapResult
-  onSelect: (band: Band | null) => void
+  /** A band selected, over the columns of `span` when a drag went across them (null: the whole range). */
+  onSelect: (band: Band | null, span: Span | null) => void
+  span: Span | null
   /** The bucket axis shows only these buckets (null: all of them). */
   zoom: Band | null
   onZoom: (zoom: Band | null) => void
@@ -54,7 +56,7 @@ const overlaps = (a: Band, b: Band) => a.lo <= b.hi && b.lo <= a.hi
 const within = (a: Band, b: Band) => a.lo >= b.lo && a.hi <= b.hi
 
 export function HeatmapView(props: Props) {
-  const { result, valueUnit, rateUnit, selection, annotations, onSelect, zoom, onZoom, zoomText } = props
+  const { result, valueUnit, rateUnit, selection, span, annotations, onSelect, zoom, onZoom, zoomText } = props
   const { memberDims, memberBy, onMemberBy, members, exporter, group } = props
   const zoomed = useMemo(() => zoomBuckets(result, zoom), [result, zoom])
   const shown = zoomed.result
@@ -66,13 +68,13 @@ export function HeatmapView(props: Props) {
     return Math.round(sum * 1000) / 1000
   }, [shown])
   const option = useMemo(
-    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, annotations, raster: true }),
-    [shown, valueUnit, rateUnit, selection, annotations],
+    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, span, annotations, raster: true }),
+    [shown, valueUnit, rateUnit, selection, span, annotations],
   )
   // Over every bucket, so that a band outside the zoom keeps its rate; the table lists the zoom's.
   const rates = useMemo(() => bucketRates(result), [result])
   const listed = zoom ? rates.filter((r) => r.index >= zoom.lo && r.index <= zoom.hi) : rates
-  const anchor = useRef<number | null>(null)
+  const anchor = useRef<{ exponent: number | null; col: number } | null>(null)
   const raster = useRef<HTMLCanvasElement | null>(null)
   const first = result.buckets[0]?.index ?? 0
   const last = result.buckets[result.buckets.length - 1]?.index ?? 0
@@ -80,10 +82,10 @@ export function HeatmapView(props: Props) {
   const [hi, setHi] = useState<number | null>(null)
   const shownLo = lo ?? selection?.lo ?? first
   const shownHi = hi ?? selection?.hi ?? last
-  const pick = (band: Band | null) => {
+  const pick = (band: Band | null, over: Span | null = null) => {
     setLo(band?.lo ?? null)
     setHi(band?.hi ?? null)
-    onSelect(band)
+    onSelect(band, band ? over : null)
   }
   const options = [...result.buckets].reverse()
   return (
@@ -94,17 +96,19 @@ export function HeatmapView(props: Props) {
             result={shown}
             rateUnit={rateUnit}
             canvas={raster}
-            onPress={(row) => {
-              anchor.current = exponentAt(shown, row)
+            onPress={(cell) => {
+              anchor.current = cell && { exponent: exponentAt(shown, cell.row), col: cell.col }
             }}
-            onRelease={(row, shift) => {
-              const y = exponentAt(shown, row)
-              const from = anchor.current
+            onRelease={(cell, shift) => {
+              const y = cell && exponentAt(shown, cell.row)
+              const from = anchor.current?.exponent ?? null
+              const fromCol = anchor.current?.col
               anchor.current = null
-              if (y === null) return
+              if (y === null || !cell) return
               if (shift && from !== null && from !== y) onZoom(bandBetween(from, y))
-              else if (shift && selection) pick(bandBetween(Math.min(selection.lo, y), Math.max(selection.hi, y)))
-              else pick(bandBetween(from ?? y, y))
+              else if (shift && selection) pick(bandBetween(Math.min(selection.lo, y), Math.max(selection.hi, y)), span)
+              // a drag across columns selects their time span too; within one column, the whole range
+              else pick(bandBetween(from ?? y, y), fromCol !== undefined && fromCol !== cell.col ? spanBetween(shown, fromCol, cell.col) : null)
             }}
           >
             <EChart
@@ -127,7 +131,7 @@ export function HeatmapView(props: Props) {
           </div>
         )}
         <div className="hm-hint">
-          Drag across buckets (or click one, shift-click to extend) to select a band; shift-drag to zoom the bucket axis to them.
+          Drag across buckets (or click one, shift-click to extend) to select a band, across columns too for its time span; shift-drag to zoom the bucket axis to them.
         </div>
       </div>
       <aside className="hm-side">

@@ -7,6 +7,12 @@ export interface Band {
   hi: number
 }
 
+/** A span of a heat map's columns, unix seconds [start, end): a drag across columns selects it. */
+export interface Span {
+  start: number
+  end: number
+}
+
 /** Mean rate of one bucket over the range (the side panel). */
 export interface BucketRate {
   index: number
@@ -21,6 +27,8 @@ export interface HeatmapOptions {
   /** Unit of the rate, e.g. "ops/s". */
   rateUnit: string
   selection: Band | null
+  /** The selected band covers only these columns (null or absent: all of them). */
+  span?: Span | null
   /** Spans of time to mark (benchmark runs), in unix seconds. */
   annotations?: Annotation[]
   /** log10 bounds of the colour scale, when heat maps side by side must share it. */

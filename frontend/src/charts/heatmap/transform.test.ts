@@ -23,6 +23,8 @@ import {
   parseColor,
   rasterGrid,
   scaleColor,
+  spanBetween,
+  spanColumns,
   HEAT_GRID,
   toHeatmapOption,
   zoomBuckets,
@@ -374,5 +376,30 @@ describe('the raster of cells', () => {
 
   it('says what a cell is in its tooltip', () => {
     expect(cellTip(heatmap(), 1, 1, 1000, 'ops/s')).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/), 'latency 2.05 µs – 4.1 µs', '1,000 ops/s'])
+  })
+})
+
+describe('a time span of columns', () => {
+  // columns 100, 110, 120 at step 10
+  const r = { timestamps: [100, 110, 120], step: 10 }
+  it.each([
+    [{ start: 100, end: 130 }, [0, 2]],
+    [{ start: 110, end: 120 }, [1, 1]],
+    [{ start: 105, end: 115 }, [0, 1]],
+    [{ start: 125, end: 200 }, [2, 2]],
+    [{ start: 130, end: 200 }, null],
+    [{ start: 0, end: 100 }, null],
+  ])('%j covers columns %j', (span, cols) => expect(spanColumns(r, span)).toEqual(cols))
+
+  it('runs from the first column dragged to the end of the last, in either order', () => {
+    expect(spanBetween(r, 2, 1)).toEqual({ start: 110, end: 130 })
+    expect(spanBetween(r, 0, 0)).toEqual({ start: 100, end: 110 })
+    expect(spanBetween(r, 0, 7)).toBe(null)
+  })
+
+  it('narrows the selected band to its columns on the chart', () => {
+    const o = toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 11, hi: 20 }, span: { start: 101, end: 103 }, raster: true })
+    const area = (o.series as { markArea: { data: unknown[][] } }[])[0]!.markArea.data[0]
+    expect(area).toEqual([{ yAxis: 0.5, xAxis: 0.5 }, { yAxis: 2.5, xAxis: 2.5 }])
   })
 })

@@ -5,7 +5,7 @@ import { annotationSeries, categorySpans, clipAnnotations } from '../annotations
 import { csvLines } from '../../lib/csv'
 import { formatAmount, formatDateTime, formatRate, formatTick } from '../../lib/format'
 import { CHART, HEAT_COLORS } from '../palette'
-import type { Band, BucketRate, HeatmapOptions } from './model'
+import type { Band, BucketRate, HeatmapOptions, Span } from './model'
 
 /** Axis label of a bucket: its lower bound ("1.05 ms", "8 KiB"); the open bottom bucket reads "0". */
 export function bucketAxisLabel(b: Pick<Bucket, 'index' | 'lo'>, unit: string): string {
@@ -84,6 +84,23 @@ export function bandRows(r: Pick<HeatmapResult, 'buckets'>, band: Band): [number
   return [first, last]
 }
 
+/** The first and last columns a span covers, or null when it covers none. */
+export function spanColumns(r: Pick<HeatmapResult, 'timestamps' | 'step'>, span: Span): [number, number] | null {
+  const first = r.timestamps.findIndex((t) => t + r.step > span.start)
+  if (first < 0 || r.timestamps[first]! >= span.end) return null
+  let last = first
+  while (last + 1 < r.timestamps.length && r.timestamps[last + 1]! < span.end) last++
+  return [first, last]
+}
+
+/** The span from column a to column b, in either order, whole columns. */
+export function spanBetween(r: Pick<HeatmapResult, 'timestamps' | 'step'>, a: number, b: number): Span | null {
+  const [lo, hi] = [Math.min(a, b), Math.max(a, b)]
+  const start = r.timestamps[lo]
+  const last = r.timestamps[hi]
+  return start === undefined || last === undefined ? null : { start, end: last + r.step }
+}
+
 function categoryAxis(data: string[]) {
   return {
     type: 'category' as const,
@@ -103,6 +120,7 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   const { min, max } = opts.colors ?? cellsRange(r.cells)
   const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
   const rows = opts.selection ? bandRows(r, opts.selection) : null
+  const cols = opts.span ? spanColumns(r, opts.span) : null
   const series: HeatmapSeries = {
     type: 'heatmap',
     name: r.dim,
@@ -115,7 +133,12 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
           silent: true,
           itemStyle: { color: CHART.bandFill, borderColor: CHART.bandLine, borderWidth: 1.5 },
           // Category positions: the band covers its buckets' cells, edge to edge.
-          data: [[{ yAxis: rows[0] - 0.5 }, { yAxis: rows[1] + 0.5 }]],
+          data: [
+            [
+              { yAxis: rows[0] - 0.5, ...(cols ? { xAxis: cols[0] - 0.5 } : {}) },
+              { yAxis: rows[1] + 0.5, ...(cols ? { xAxis: cols[1] + 0.5 } : {}) },
+            ],
+          ],
         }
       : undefined,
   }
