@@ -8,7 +8,7 @@ import { formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
 import type { Band, HeatmapOptions, Span } from './model'
 import { RasterPlot } from './Raster'
-import { bandBetween, bandLabel, bandRate, bucketRates, spanBetween, toHeatmapOption, zoomBuckets } from './transform'
+import { bandBetween, bandLabel, bandRate, bucketRates, cellsRange, spanBetween, toHeatmapOption, zoomBuckets } from './transform'
 
 interface Props extends HeatmapOptions {
   /** Every bucket the crop kept; the zoom is applied here. */
@@ -67,9 +67,15 @@ export function HeatmapView(props: Props) {
     for (const [t, , v] of shown.cells) if (t === last) sum += v ?? 0
     return Math.round(sum * 1000) / 1000
   }, [shown])
+  // The chart over the cells (axes, colour key, band, annotations) depends on the map's shape and
+  // colour range only, which a second's new data seldom changes: then ECharts is not touched and
+  // only the raster is drawn again.
+  const { min, max } = useMemo(() => cellsRange(shown.cells), [shown])
+  const shapeKey = `${shown.dim} ${shown.start} ${shown.end} ${shown.step} ${shown.buckets.map((b) => b.index).join(',')}`
+  const shape = useMemo(() => shown, [shapeKey]) // a result of the same shape draws the same chart
   const option = useMemo(
-    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, span, annotations, raster: true }),
-    [shown, valueUnit, rateUnit, selection, span, annotations],
+    () => toHeatmapOption(shape, { valueUnit, rateUnit, selection, span, annotations, raster: true, colors: { min, max } }),
+    [shape, min, max, valueUnit, rateUnit, selection, span, annotations],
   )
   // Over every bucket, so that a band outside the zoom keeps its rate; the table lists the zoom's.
   const rates = useMemo(() => bucketRates(result), [result])

@@ -11,7 +11,6 @@ import {
   bucketRates,
   cellAtPoint,
   cellData,
-  cellEdges,
   cellsRange,
   cellTip,
   cropOutliers,
@@ -21,7 +20,9 @@ import {
   colorRange,
   onSharedScales,
   parseColor,
+  plotRect,
   rasterGrid,
+  rasterPixels,
   scaleColor,
   spanBetween,
   spanColumns,
@@ -368,10 +369,19 @@ describe('the raster of cells', () => {
     expect(at(99, 39)).toEqual({ col: 3, row: 0 })
     expect(at(30, 25)).toEqual({ col: 1, row: 0 })
     expect([at(-1, 5), at(100, 5), at(5, -1), at(5, 40)]).toEqual([null, null, null, null])
-    // and the cell drawn there covers that point
-    const { xs, ys } = cellEdges(w, h, 4, 2)
-    expect([...xs]).toEqual([0, 25, 50, 75, 100].map((x) => HEAT_GRID.left + x))
-    expect([...ys]).toEqual([40, 20, 0].map((y) => HEAT_GRID.top + y))
+    // the plot the raster is scaled to is the same rectangle
+    expect(plotRect(w, h)).toEqual([HEAT_GRID.left, HEAT_GRID.top, 100, 40])
+  })
+
+  it('paints one pixel per cell, the lowest bucket at the bottom, empty cells clear', () => {
+    // 2 columns x 3 rows: levels 0, 0.5 and 1 in column 0 (rows 0..2), only row 1 filled in column 1
+    const g = { cols: 2, rows: 3, rate: new Float64Array(6), level: Float32Array.from([0, 0.5, 1, -1, 1, -1]) }
+    const px = rasterPixels(g, [[0, 0, 0], [200, 100, 50]], 3)
+    const at = (x: number, y: number) => [...px.slice((y * 2 + x) * 4, (y * 2 + x) * 4 + 4)]
+    expect(at(0, 2)).toEqual([0, 0, 0, 255]) // column 0, row 0 (bottom): level 0
+    expect(at(0, 1)).toEqual([100, 50, 25, 255]) // row 1: half way
+    expect(at(0, 0)).toEqual([200, 100, 50, 255]) // row 2 (top): level 1
+    expect([at(1, 0), at(1, 1), at(1, 2)]).toEqual([[0, 0, 0, 0], [200, 100, 50, 255], [0, 0, 0, 0]])
   })
 
   it('says what a cell is in its tooltip', () => {

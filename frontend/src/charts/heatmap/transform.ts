@@ -405,14 +405,31 @@ export function cellAtPoint(width: number, height: number, cols: number, rows: n
   return { col: Math.floor(fx * cols), row: rows - 1 - Math.floor(fy * rows) }
 }
 
-/** The px edges of a raster's columns (cols + 1, left to right) and rows (rows + 1, bottom row first, so downwards), rounded so that neighbours meet without a gap or an overlap. */
-export function cellEdges(width: number, height: number, cols: number, rows: number): { xs: Int32Array; ys: Int32Array } {
-  const w = width - HEAT_GRID.left - HEAT_GRID.right
-  const h = height - HEAT_GRID.top - HEAT_GRID.bottom
-  const xs = new Int32Array(cols + 1)
-  const ys = new Int32Array(rows + 1)
-  for (let c = 0; c <= cols; c++) xs[c] = HEAT_GRID.left + Math.round((c * w) / cols)
-  // row 0 is the lowest bucket: its bottom edge is the plot's bottom
-  for (let r = 0; r <= rows; r++) ys[r] = HEAT_GRID.top + Math.round(((rows - r) * h) / rows)
-  return { xs, ys }
+/** The plot's rectangle inside a chart `width` x `height`: [left, top, width, height], px. */
+export function plotRect(width: number, height: number): [number, number, number, number] {
+  return [HEAT_GRID.left, HEAT_GRID.top, width - HEAT_GRID.left - HEAT_GRID.right, height - HEAT_GRID.top - HEAT_GRID.bottom]
+}
+
+/**
+ * The raster as an image of one pixel per cell (RGBA, `cols` wide, `rows` high, the lowest bucket
+ * at the bottom), each cell coloured at its level along `stops` in `levels` steps; empty cells
+ * transparent. Scaled up without smoothing it is the heat map: one image to paint, where a
+ * rectangle per cell costs a paint of each.
+ */
+export function rasterPixels(g: Raster, stops: [number, number, number][], levels = 64): Uint8ClampedArray<ArrayBuffer> {
+  const palette = Array.from({ length: levels }, (_, l) => scaleColor(stops, l / (levels - 1)))
+  const px = new Uint8ClampedArray(g.cols * g.rows * 4)
+  for (let col = 0; col < g.cols; col++) {
+    for (let row = 0; row < g.rows; row++) {
+      const level = g.level[col * g.rows + row]!
+      if (level < 0) continue
+      const [r, gr, b] = palette[Math.round(level * (levels - 1))]!
+      const o = ((g.rows - 1 - row) * g.cols + col) * 4
+      px[o] = r
+      px[o + 1] = gr
+      px[o + 2] = b
+      px[o + 3] = 255
+    }
+  }
+  return px
 }
