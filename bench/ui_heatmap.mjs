@@ -120,6 +120,7 @@ async function runCase(browser, server, c) {
     update_median_ms: pct(ms, 50),
     update_p95_ms: pct(ms, 95),
     update_max_ms: Math.max(...ms),
+    chart_draws: drawn.filter((d) => d.detail === 'heatmap-chart').length,
     chart_draw_median_ms: pct(draws.filter((_, i) => drawn[i].detail === 'heatmap-chart'), 50),
     cells_draw_median_ms: pct(draws.filter((_, i) => drawn[i].detail === 'heatmap-cells'), 50),
   }

@@ -3,7 +3,7 @@
 // cell under it for the tooltip and for the band and zoom gestures. The cells are one image of a
 // pixel each, scaled up: 20k of them draw in a few ms, where ECharts' heat-map series builds and
 // paints an object per cell (about 200 ms for 20k; bench/ui_heatmap.mjs).
-import { useEffect, useLayoutEffect, useMemo, useRef, useState, type MouseEvent, type MutableRefObject, type ReactNode } from 'react'
+import { useLayoutEffect, useMemo, useRef, useState, type MouseEvent, type MutableRefObject, type ReactNode } from 'react'
 import type { HeatmapResult } from '../../api/client'
 import { cssVar, useTheme } from '../../lib/theme'
 import { timed } from '../../lib/timing'
@@ -16,6 +16,8 @@ const LEVELS = 64 // colours of the scale drawn: more than the eye tells apart o
 
 interface Props {
   result: HeatmapResult
+  /** log10 bounds of the colour scale, as the chart's colour key shows them. */
+  colors: { min: number; max: number }
   rateUnit: string
   /** The chart drawn over the cells: its canvas is the raster's size and place. */
   children: ReactNode
@@ -35,13 +37,14 @@ function chartBox(box: HTMLElement): { left: number; top: number; width: number;
   return { left: b.left - a.left, top: b.top - a.top, width: b.width, height: b.height }
 }
 
-export function RasterPlot({ result, rateUnit, children, canvas, onPress, onRelease }: Props) {
+export function RasterPlot({ result, colors, rateUnit, children, canvas, onPress, onRelease }: Props) {
   const box = useRef<HTMLDivElement>(null)
   const bitmap = useRef<HTMLCanvasElement | null>(null)
   const [size, setSize] = useState<{ left: number; top: number; width: number; height: number } | null>(null)
   const [tip, setTip] = useState<{ x: number; y: number; lines: [string, string, string] } | null>(null)
   const theme = useTheme()
-  const grid = useMemo(() => rasterGrid(result), [result])
+  const { min, max } = colors
+  const grid = useMemo(() => rasterGrid(result, { min, max }), [result, min, max])
   const { cols, rows } = grid
 
   useLayoutEffect(() => {
@@ -57,7 +60,8 @@ export function RasterPlot({ result, rateUnit, children, canvas, onPress, onRele
     return () => ro.disconnect()
   }, [])
 
-  useEffect(() => {
+  // before the browser paints, so that the cells and the chart over them show the same second
+  useLayoutEffect(() => {
     const c = canvas.current
     if (!c || !size) return
     const t0 = performance.now()

@@ -8,7 +8,7 @@ import { formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
 import type { Band, HeatmapOptions, Span } from './model'
 import { RasterPlot } from './Raster'
-import { bandBetween, bandLabel, bandRate, bucketRates, cellsRange, spanBetween, toHeatmapOption, zoomBuckets } from './transform'
+import { bandBetween, bandLabel, bandRate, bucketRates, cellsRange, spanBetween, steadyRange, toHeatmapOption, zoomBuckets } from './transform'
 
 interface Props extends HeatmapOptions {
   /** Every bucket the crop kept; the zoom is applied here. */
@@ -70,7 +70,7 @@ export function HeatmapView(props: Props) {
   // The chart over the cells (axes, colour key, band, annotations) depends on the map's shape and
   // colour range only, which a second's new data seldom changes: then ECharts is not touched and
   // only the raster is drawn again.
-  const { min, max } = useMemo(() => cellsRange(shown.cells), [shown])
+  const { min, max } = useMemo(() => steadyRange(cellsRange(shown.cells)), [shown])
   const shapeKey = `${shown.dim} ${shown.start} ${shown.end} ${shown.step} ${shown.buckets.map((b) => b.index).join(',')}`
   const shape = useMemo(() => shown, [shapeKey]) // a result of the same shape draws the same chart
   const option = useMemo(
@@ -100,6 +100,7 @@ export function HeatmapView(props: Props) {
         {shown.buckets.length > 0 ? (
           <RasterPlot
             result={shown}
+            colors={{ min, max }}
             rateUnit={rateUnit}
             canvas={raster}
             onPress={(cell) => {

@@ -26,6 +26,7 @@ import {
   scaleColor,
   spanBetween,
   spanColumns,
+  steadyRange,
   HEAT_GRID,
   toHeatmapOption,
   zoomBuckets,
@@ -412,4 +413,13 @@ describe('a time span of columns', () => {
     const area = (o.series as { markArea: { data: unknown[][] } }[])[0]!.markArea.data[0]
     expect(area).toEqual([{ yAxis: 0.5, xAxis: 0.5 }, { yAxis: 2.5, xAxis: 2.5 }])
   })
+})
+
+describe('steadyRange', () => {
+  it.each([
+    [{ min: 0, max: 3 }, { min: 0, max: 3 }],
+    [{ min: 0.1, max: 2.9 }, { min: 0, max: 3 }],
+    [{ min: 1.3, max: 3.26 }, { min: 1.25, max: 3.5 }],
+    [{ min: -0.3, max: 0.2 }, { min: -0.5, max: 0.25 }],
+  ])('widens %j to %j, whole quarters of a decade', (r, want) => expect(steadyRange(r)).toEqual(want))
 })

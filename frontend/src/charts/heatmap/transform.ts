@@ -1,6 +1,6 @@
 // Pure transforms: sparse heat-map cells -> ECharts heatmap option, bucket rates, bands.
 import type { Bucket, HeatmapResult } from '../../api/client'
-import type { ChartOption, HeatmapSeries } from '../../components/EChart'
+import type { ChartOption, HeatmapSeries, LineSeries } from '../../components/EChart'
 import { annotationSeries, categorySpans, clipAnnotations } from '../annotations/transform'
 import { csvLines } from '../../lib/csv'
 import { formatAmount, formatDateTime, formatRate, formatTick } from '../../lib/format'
@@ -47,6 +47,14 @@ export function cellsRange(cells: number[][]): { min: number; max: number } {
   }
   if (min > max) return { min: 0, max: 1 }
   return { min: max - min < 0.5 ? max - 1 : min, max }
+}
+
+/**
+ * A live heat map's colour range, widened to whole quarters of a decade (factors of about 1.8):
+ * a second's new cells seldom cross one, so the colour key, and the chart drawn with it, stays.
+ */
+export function steadyRange(range: { min: number; max: number }): { min: number; max: number } {
+  return { min: Math.floor(range.min * 4) / 4, max: Math.ceil(range.max * 4) / 4 }
 }
 
 /**
@@ -121,13 +129,15 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
   const rows = opts.selection ? bandRows(r, opts.selection) : null
   const cols = opts.span ? spanColumns(r, opts.span) : null
-  const series: HeatmapSeries = {
-    type: 'heatmap',
+  // With a raster beneath, no series draws cells: an empty line series carries the band, and the
+  // time axis is a value axis of column positions (a category axis of ~800 columns costs ECharts
+  // some 100 ms a redraw).
+  const cells = opts.raster
+    ? ({ type: 'line' as const, data: [] as never[] })
+    : ({ type: 'heatmap' as const, data, encode: { x: 0, y: 1, value: 2 }, progressive: 0, emphasis: { itemStyle: { borderColor: CHART.cellLine, borderWidth: 1 } } })
+  const series: HeatmapSeries | LineSeries = {
+    ...cells,
     name: r.dim,
-    data,
-    encode: { x: 0, y: 1, value: 2 },
-    progressive: 0,
-    emphasis: { itemStyle: { borderColor: CHART.cellLine, borderWidth: 1 } },
     markArea: rows
       ? {
           silent: true,
@@ -144,12 +154,14 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   }
   const last = r.timestamps[r.timestamps.length - 1]
   const marks = last === undefined ? [] : categorySpans(clipAnnotations(opts.annotations ?? [], r.start, last + r.step), r.timestamps, r.step)
-  const runs: HeatmapSeries[] = marks.length
+  const runs: (HeatmapSeries | LineSeries)[] = marks.length
     ? [
         // A series of its own, with no cells: the band selection keeps the first one's markArea.
-        { type: 'heatmap', ...annotationSeries(marks.map((m) => [m.label, m.lo, m.hi, m.kind])) },
+        { type: opts.raster ? 'line' : 'heatmap', ...annotationSeries(marks.map((m) => [m.label, m.lo, m.hi, m.kind])) },
       ]
     : []
+  const span = r.end - r.start
+  const pointer = { show: true, type: 'line' as const, triggerTooltip: false, label: { show: false }, lineStyle: { color: CHART.axis } }
   return {
     animation: false,
     grid: { ...HEAT_GRID },
@@ -162,13 +174,28 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
         return `${time}<br/>${bucket}<br/><b>${rate}</b>`
       },
     },
-    xAxis: {
-      ...categoryAxis(r.timestamps.map((t) => formatTick(t, r.end - r.start))),
-      // about ten time labels: ECharts' own choice measures every label, some 10 ms for 769 columns
-      axisLabel: { color: CHART.text, hideOverlap: true, interval: Math.max(0, Math.ceil(r.timestamps.length / 10) - 1) },
-      // the shared crosshair: a line at the time hovered here or on another chart of the worksheet
-      axisPointer: { show: true, type: 'line', triggerTooltip: false, label: { show: false }, lineStyle: { color: CHART.axis } },
-    },
+    // the shared crosshair (axisPointer): a line at the time hovered here or on another chart of the worksheet
+    xAxis: opts.raster
+      ? {
+          type: 'value',
+          min: -0.5,
+          max: r.timestamps.length - 0.5,
+          minInterval: 1,
+          axisLabel: {
+            color: CHART.text,
+            hideOverlap: true,
+            formatter: (v: number) => (Number.isInteger(v) && r.timestamps[v] !== undefined ? formatTick(r.timestamps[v]!, span) : ''),
+          },
+          axisLine: { show: true, lineStyle: { color: CHART.axis } },
+          splitLine: { show: false },
+          axisPointer: pointer,
+        }
+      : {
+          ...categoryAxis(r.timestamps.map((t) => formatTick(t, span))),
+          // about ten time labels: ECharts' own choice measures every label
+          axisLabel: { color: CHART.text, hideOverlap: true, interval: Math.max(0, Math.ceil(r.timestamps.length / 10) - 1) },
+          axisPointer: pointer,
+        },
     yAxis: categoryAxis(yLabels),
     visualMap: {
       type: 'continuous',
