@@ -75,7 +75,7 @@ interface Props {
    * (their tooltip, or a heat map's pointer line). None: on its own.
    */
   group?: string | null
-  /** For a category time axis (a heat map's columns): the unix second each column starts at. */
+  /** For a time axis of column positions (a heat map's: 0, 1, 2 …): the unix second each column starts at. */
   times?: number[]
   /** Filled with a function that draws the chart as a PNG data: URL (for "save as PNG"). */
   exporter?: MutableRefObject<(() => string) | null>

@@ -34,9 +34,10 @@ export interface HeatmapOptions {
   /** log10 bounds of the colour scale, when heat maps side by side must share it. */
   colors?: { min: number; max: number }
   /**
-   * The cells are drawn beneath the chart as a raster (rasterCells, charts/heatmap/View.tsx), not
-   * by ECharts: it draws a rectangle object per cell, some 200 ms for 20k cells, where the raster
-   * takes a few; the option then keeps the axes, the colour key, the band and the annotations.
+   * The cells are drawn beneath the chart as a raster (rasterPixels, charts/heatmap/Raster.tsx),
+   * not by ECharts, which builds an object per cell (some 200 ms for 20k cells, where the raster
+   * takes under a millisecond): the option keeps the axes, the colour key, the band and the
+   * annotations, on a time axis of column positions.
    */
   raster?: boolean
 }
