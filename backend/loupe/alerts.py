@@ -385,8 +385,10 @@ class AlertBook:
 class AlertEngine:
     """Evaluates every enabled rule over the newly settled seconds, and notes agents coming and going."""
 
-    def __init__(self, store: Store, book: AlertBook) -> None:
+    def __init__(self, store: Store, book: AlertBook, *, top_elements: int = TOP_ELEMENTS,
+                 max_open: int = MAX_OPEN) -> None:
         self.store, self.book = store, book
+        self.top_elements, self.max_open = top_elements, max_open  # per-element rules' bounds
         self._lock = threading.RLock()  # one evaluation at a time (the thread, and rule edits)
 
     def editing(self) -> threading.RLock:
@@ -469,7 +471,7 @@ class AlertEngine:
         stat = rule.statistic
         for a in range(start, upto, RANK_STEP):
             w = Window(a, min(upto, a + RANK_STEP), 1, "second")
-            agg = self.store.aggregate(stat, w, TOP_ELEMENTS)
+            agg = self.store.aggregate(stat, w, self.top_elements)
             series = {k: v for k, v in zip(agg.keys, agg.values) if k != FILE_OTHER}  # folded files: not an element
             top = set(series)
             rest = [k for k in st.elements if k not in series]
@@ -490,13 +492,13 @@ class AlertEngine:
                     es = st.elements.get(k)
                     if es is None:
                         es = st.elements[k] = RuleState(checked_upto=ts)
-                    tr = step(rule, es, ts, val(k), may_fire=n_open < MAX_OPEN)
+                    tr = step(rule, es, ts, val(k), may_fire=n_open < self.max_open)
                     if tr is None:
                         continue
                     if tr.kind == "withheld":
                         st.withheld_total += 1
                         log.warning("alert %r: %s held, but %d alerts of the rule are open already; withheld",
-                                    rule.name, element_phrase(rule.by, k), MAX_OPEN)
+                                    rule.name, element_phrase(rule.by, k), self.max_open)
                         continue
                     n_open += {"fired": 1, "cleared": -1}.get(tr.kind, 0)
                     out.append(self._record(rule, es, tr, k))

@@ -7,7 +7,6 @@ import time
 import pytest
 from factories import NOW, Receiver, nfs_frame
 
-import loupe.alerts as alerts_mod
 from loupe.alerts import (
     AGENT_STALE, SETTLE, AlertBook, AlertEngine, Deliverer, ElementsState, Rule, RuleState, payload, sign, step,
 )
@@ -268,16 +267,14 @@ def test_an_element_that_leaves_the_data_counts_as_zero(setup):
     assert quiet == [("alert.fired", A, 12)]
 
 
-def test_per_element_work_is_bounded_and_what_is_cut_is_counted(setup, monkeypatch):
+def test_per_element_work_is_bounded_and_what_is_cut_is_counted(setup):
     store, book = setup
-    monkeypatch.setattr(alerts_mod, "TOP_ELEMENTS", 3)
-    monkeypatch.setattr(alerts_mod, "MAX_OPEN", 2)
     d, e = "10.0.0.4", "10.0.0.5"
     # five clients above 50; only the three busiest are checked, and two may be open at once
     load_clients(store, {A: [400] * 10 + [5] * 20, B: [300] * 30, C: [200] * 30, d: [100] * 30, e: [60] * 30})
     b = book()
     add(b, rule(by="client", hold_s=3, clear_s=2))
-    eng = AlertEngine(store, b)
+    eng = AlertEngine(store, b, top_elements=3, max_open=2)
     for t in range(NOW + SETTLE, NOW + 31 + SETTLE):
         eng.tick(t)
     # A and B open at 3 s; C holds too but is withheld; A falls at 10 s, so d is in the top three and
@@ -290,13 +287,12 @@ def test_per_element_work_is_bounded_and_what_is_cut_is_counted(setup, monkeypat
     assert st.seen == 5
 
 
-def test_withheld_elements_are_counted_while_they_wait(setup, monkeypatch):
+def test_withheld_elements_are_counted_while_they_wait(setup):
     store, book = setup
-    monkeypatch.setattr(alerts_mod, "MAX_OPEN", 1)
     load_clients(store, {A: [400] * 20, B: [300] * 20, C: [200] * 20})
     b = book()
     add(b, rule(by="client", hold_s=3, clear_s=2))
-    eng = AlertEngine(store, b)
+    eng = AlertEngine(store, b, max_open=1)
     eng.tick(NOW + 20 + SETTLE)
     st = eng.rule_state("r1")
     assert list(st.open()) == [A] and st.withheld_total == 2

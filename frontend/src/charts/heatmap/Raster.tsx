@@ -3,12 +3,12 @@
 // cell under it for the tooltip and for the band and zoom gestures. The cells are one image of a
 // pixel each, scaled up: 20k of them draw in a few ms, where ECharts' heat-map series builds and
 // paints an object per cell (about 200 ms for 20k; bench/ui_heatmap.mjs).
-import { useLayoutEffect, useMemo, useRef, useState, type MouseEvent, type MutableRefObject, type ReactNode } from 'react'
+import { useLayoutEffect, useRef, useState, type MouseEvent, type MutableRefObject, type ReactNode } from 'react'
 import type { HeatmapResult } from '../../api/client'
 import { cssVar, useTheme } from '../../lib/theme'
 import { timed } from '../../lib/timing'
 import { HEAT_COLORS } from '../palette'
-import { cellAtPoint, cellTip, parseColor, plotRect, rasterGrid, rasterPixels } from './transform'
+import { cellAtPoint, cellTip, parseColor, plotRect, rasterPixels, type Raster } from './transform'
 
 export type Cell = { col: number; row: number }
 
@@ -16,8 +16,8 @@ const LEVELS = 64 // colours of the scale drawn: more than the eye tells apart o
 
 interface Props {
   result: HeatmapResult
-  /** log10 bounds of the colour scale, as the chart's colour key shows them. */
-  colors: { min: number; max: number }
+  /** rasterGrid of `result`, on the colour scale the chart's key shows. */
+  grid: Raster
   rateUnit: string
   /** The chart drawn over the cells: its canvas is the raster's size and place. */
   children: ReactNode
@@ -37,14 +37,12 @@ function chartBox(box: HTMLElement): { left: number; top: number; width: number;
   return { left: b.left - a.left, top: b.top - a.top, width: b.width, height: b.height }
 }
 
-export function RasterPlot({ result, colors, rateUnit, children, canvas, onPress, onRelease }: Props) {
+export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, onRelease }: Props) {
   const box = useRef<HTMLDivElement>(null)
   const bitmap = useRef<HTMLCanvasElement | null>(null)
   const [size, setSize] = useState<{ left: number; top: number; width: number; height: number } | null>(null)
   const [tip, setTip] = useState<{ x: number; y: number; lines: [string, string, string] } | null>(null)
   const theme = useTheme()
-  const { min, max } = colors
-  const grid = useMemo(() => rasterGrid(result, { min, max }), [result, min, max])
   const { cols, rows } = grid
 
   useLayoutEffect(() => {

@@ -8,7 +8,7 @@ import { formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
 import type { Band, HeatmapOptions, Span } from './model'
 import { RasterPlot } from './Raster'
-import { bandBetween, bandLabel, bandRate, bucketRates, cellsRange, spanBetween, steadyRange, toHeatmapOption, zoomBuckets } from './transform'
+import { bandBetween, bandLabel, bandRate, bucketRates, cellsRange, rasterGrid, spanBetween, steadyRange, toHeatmapOption, zoomBuckets } from './transform'
 
 interface Props extends HeatmapOptions {
   /** Every bucket the crop kept; the zoom is applied here. */
@@ -60,17 +60,17 @@ export function HeatmapView(props: Props) {
   const { memberDims, memberBy, onMemberBy, members, exporter, group } = props
   const zoomed = useMemo(() => zoomBuckets(result, zoom), [result, zoom])
   const shown = zoomed.result
-  // the newest column's rate, all buckets shown (it grows each second while live)
-  const newest = useMemo(() => {
-    const last = shown.timestamps.length - 1
-    let sum = 0
-    for (const [t, , v] of shown.cells) if (t === last) sum += v ?? 0
-    return Math.round(sum * 1000) / 1000
-  }, [shown])
   // The chart over the cells (axes, colour key, band, annotations) depends on the map's shape and
   // colour range only, which a second's new data seldom changes: then ECharts is not touched and
   // only the raster is drawn again.
   const { min, max } = useMemo(() => steadyRange(cellsRange(shown.cells)), [shown])
+  const grid = useMemo(() => rasterGrid(shown, { min, max }), [shown, min, max])
+  // the newest column's rate, all buckets shown (it grows each second while live)
+  const newest = useMemo(() => {
+    let sum = 0
+    for (let i = (grid.cols - 1) * grid.rows; i >= 0 && i < grid.rate.length; i++) if (grid.rate[i]! > 0) sum += grid.rate[i]!
+    return Math.round(sum * 1000) / 1000
+  }, [grid])
   const shapeKey = `${shown.dim} ${shown.start} ${shown.end} ${shown.step} ${shown.buckets.map((b) => b.index).join(',')}`
   const shape = useMemo(() => shown, [shapeKey]) // a result of the same shape draws the same chart
   const option = useMemo(
@@ -100,7 +100,7 @@ export function HeatmapView(props: Props) {
         {shown.buckets.length > 0 ? (
           <RasterPlot
             result={shown}
-            colors={{ min, max }}
+            grid={grid}
             rateUnit={rateUnit}
             canvas={raster}
             onPress={(cell) => {

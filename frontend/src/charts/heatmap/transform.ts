@@ -22,20 +22,12 @@ export function cellData(cells: number[][]): [number, number, number, number][] 
   return out
 }
 
-/** log10 bounds of the colour scale; a flat map still gets a visible range. */
+/** log10 bounds of the colour scale over cellData (cellsRange of the cells they came from). */
 export function colorRange(data: [number, number, number, number][]): { min: number; max: number } {
-  if (!data.length) return { min: 0, max: 1 }
-  let min = Infinity
-  let max = -Infinity
-  for (const d of data) {
-    min = Math.min(min, d[2])
-    max = Math.max(max, d[2])
-  }
-  if (max - min < 0.5) min = max - 1
-  return { min, max }
+  return cellsRange(data.map(([t, b, , v]) => [t, b, v]))
 }
 
-/** colorRange of sparse [time, bucket, rate] cells, without building their cellData. */
+/** log10 bounds of the colour scale over sparse [time, bucket, rate] cells; a flat map still gets a visible range. */
 export function cellsRange(cells: number[][]): { min: number; max: number } {
   let min = Infinity
   let max = -Infinity
@@ -72,7 +64,7 @@ export function onSharedScales(results: HeatmapResult[]): { results: HeatmapResu
     buckets,
     cells: r.cells.map(([t, b, v]) => [t!, row.get(r.buckets[b!]!.index)!, v!]),
   }))
-  return { results: aligned, colors: colorRange(aligned.flatMap((r) => cellData(r.cells))) }
+  return { results: aligned, colors: cellsRange(aligned.flatMap((r) => r.cells)) }
 }
 
 /** Position of a bucket exponent in the result's bucket list, or -1. */
