@@ -5,7 +5,7 @@ Every figure is a median (or the stated percentile) of repeated runs, next to a 
 measured in the same run: row-by-row inserts for ingest, the same rows in arrival
 order (unsorted) for queries.
 
-    python -m bench.run [--clients 1000] [--hours 24] [--skip-peer] [--only ingest,query,live]
+    python -m bench.run [--clients 1000] [--hours 24] [--skip-peer] [--only ingest,query,live,storage]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from loupe.catalog import FAMILIES, METRICS
 from loupe.store.base import Statistic
-from loupe.store.duckdb_store import DuckDBStore, _hist_cols, _ordinals
+from loupe.store.duckdb_store import DuckDBStore, _hist_cols, _ordinals, _sort_key
 from loupe.timerange import Window, choose_window
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -432,6 +432,57 @@ def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int, data
                 seconds_and_minutes_bytes=seconds_bytes, bytes=os.path.getsize(path))
 
 
+def bench_storage(tmp: Path, clients: int, hours: int) -> dict:
+    """Bytes per stored value of the open day's seconds as upkeep leaves them, hour by hour.
+
+    The same rows (the seed workloads, `clients` clients, generated and folded once an hour as in
+    `build_day`) go into two stores: the peer keeps each hour as compaction settles it (sorted on
+    its own, what Loupe did before), the other also runs `sort_seconds` after each hour, which
+    merges the settled hours into runs. Both are checkpointed, then measured from
+    `pragma storage_info`."""
+    t0 = (int(time.time()) // 86400 - 2) * 86400  # a UTC midnight: the hours are an open day's first
+    hourly = DuckDBStore(fresh(tmp / "storage_hourly.duckdb"))
+    merged = DuckDBStore(fresh(tmp / "storage_merged.duckdb"))
+    order = ", ".join(_sort_key(NFS))
+    cols = ["count", "bytes", "lat_sum"] + _hist_cols(NFS)
+    nonzero = f"SELECT ({' + '.join(f'count_if({c} <> 0)' for c in cols)}) / count(*) FROM nfs_s"
+    per_hour = []
+    try:
+        cur = hourly._cur
+        for h in range(hours):
+            cur.execute("CREATE OR REPLACE TEMP TABLE stage AS SELECT * FROM nfs_s LIMIT 0")
+            cur.execute(GEN_NAS_SQL.format(table="stage", hist=_nas_hist_sql(), t0=t0, per_sec=clients, clients=clients,
+                                           lo=h * 3600 * clients, hi=(h + 1) * 3600 * clients, order=""))
+            hour = cur.sql(hourly.rollup_sql(NFS, 'SELECT * FROM stage', 1)).to_arrow_table()
+            for st in (hourly, merged):  # compaction: the hour appended in the sort order
+                st._cur.register("hour_rows", hour)
+                st._cur.execute(f"INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY {order}")
+                st._cur.unregister("hour_rows")
+                mark_compacted(st, t0 + (h + 1) * 3600)
+            del hour
+            s = time.perf_counter()
+            rewritten = 0
+            while n := merged.sort_seconds(t0 + (h + 1) * 3600 + 200):
+                rewritten += n
+            took = time.perf_counter() - s
+            row = {"hours": h + 1, "merge_rows": rewritten, "merge_s": took}
+            for name, st in (("hourly", hourly), ("merged", merged)):
+                st.checkpoint()  # as upkeep does every 30 s: rewritten rows' old blocks are freed
+                n_rows = st.row_counts()["nfs_s"]
+                per_value = st._cur.execute(nonzero).fetchall()[0][0]
+                row[f"{name}_bytes_per_row"] = table_bytes(st._cur, "nfs_s") / n_rows
+                row[f"{name}_bytes_per_value"] = row[f"{name}_bytes_per_row"] / per_value
+            row["ratio_hourly_vs_merged"] = row["hourly_bytes_per_value"] / row["merged_bytes_per_value"]
+            print(f"  {h + 1} h: {row['hourly_bytes_per_value']:.2f} B/value hourly, "
+                  f"{row['merged_bytes_per_value']:.2f} merged ({rewritten} rows rewritten in {took:.1f} s)", flush=True)
+            per_hour.append(row)
+    finally:
+        hourly.close()
+        merged.close()
+    return dict(clients=clients, rows_per_hour=clients * 3600, per_hour=per_hour,
+                note="values = non-zero measures and buckets per seconds row; the seed workloads, one per client")
+
+
 def leave_last_hour_hot(store: DuckDBStore, end: int) -> int:
     """Move the day's last hour back to the hot table, in arrival order, where the server keeps it
     until compaction (hourly) sorts it: the last-hour queries then read what they read in production."""
@@ -661,8 +712,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--clients", type=int, default=1000)
     p.add_argument("--hours", type=int, default=24)
+    p.add_argument("--storage-hours", type=int, default=8, help="hours of the open day in the storage section")
     p.add_argument("--skip-peer", action="store_true")
-    p.add_argument("--only", default="ingest,query,live")
+    p.add_argument("--only", default="ingest,query,live,storage")
     p.add_argument("--tmp", default=None, help="scratch directory (needs ~10 GB for the full day, more while building)")
     p.add_argument("--reuse", action="store_true", help="with --tmp: reuse the day built by an earlier run")
     p.add_argument("--data", choices=("nas", "random"), default="nas",
@@ -692,6 +744,9 @@ def main(argv=None) -> int:
             print(f"queries over {a.hours} h x {a.clients} clients ...", flush=True)
             result["query"] = bench_queries(tmp, a.clients, a.hours, not a.skip_peer, a.reuse, a.data)
             print(json.dumps(result["query"], indent=1), flush=True)
+        if "storage" in only:
+            print(f"storage of the open day, {a.storage_hours} h x {a.clients} clients ...", flush=True)
+            result["storage"] = bench_storage(tmp, a.clients, a.storage_hours)
     finally:
         if not a.tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -210,15 +210,16 @@ class Loupe:
                 failing = True
 
     def _resorter(self) -> None:
-        """Closed days of seconds are rewritten sorted by element, in a thread of their own: a busy
-        server's day takes minutes, and rollups must not wait for it."""
+        """Settled seconds are rewritten sorted by element (closed days whole, the open day's hours
+        merged into runs), in a thread of their own: a busy server's day takes minutes, and rollups
+        must not wait for it."""
         while not self._stop.wait(60.0):
             try:
                 while not self._stop.is_set() and (rows := self.store.sort_seconds(int(time.time()), wait=False)):
-                    log.info("sorted a day of the seconds tier by element (%d rows)", rows)
+                    log.info("re-sorted %d rows of the seconds tier by element", rows)
             except Exception:
                 if not self._stop.is_set():  # close() interrupts a re-sort on purpose
-                    log.exception("re-sorting a day of seconds failed; it is tried again in a minute")
+                    log.exception("re-sorting seconds failed; it is tried again in a minute")
 
     def start_local_agent(self, url: str, *, demo: bool) -> None:
         """Run this machine's agent (and the demo NAS) in-process, posting over HTTP like any agent."""

@@ -493,8 +493,89 @@ def test_a_closed_day_of_seconds_is_sorted_by_element_without_changing_answers(t
             _same(s.aggregate(st, wins[0], 3), s2.aggregate(st, wins[0], 3))
         s.close()
         s = DuckDBStore(tmp_path / "d.duckdb", clock=lambda: NOW)
-        assert s._seconds_sorted == day + 86400  # remembered: the day is not rewritten again
-        assert s.sort_seconds(now + 3600) == 0
+        assert s._seconds_sorted == day + 86400  # remembered: the day is not rewritten again,
+        nxt = day + 86400  # only the next day's first two settled hours are merged into one run
+        assert s.sort_seconds(now + 3600) == s._cur.execute(
+            f"SELECT count(*) FROM nfs_s WHERE ts >= {nxt} AND ts < {nxt + 2 * 3600}").fetchone()[0] > 0
+        assert s._seconds_sorted == day + 86400 and s.sort_seconds(now + 3600) == 0
+    finally:
+        s.close()
+        s2.close()
+
+
+H = 3600
+
+
+@pytest.mark.parametrize("settled, done, spans", [
+    (0, 0, []),                                      # nothing settled
+    (1, 0, []),                                      # one hour: compaction sorted it already
+    (2, 0, [(0, 2)]),
+    (3, 2, []),                                      # hours 0-2 a run, hour 2 its own
+    (4, 2, [(0, 4)]),                                # the carry: 0-2 and 2-3 and 3-4 become one
+    (6, 4, [(4, 6)]),
+    (7, 6, []),
+    (8, 6, [(0, 8)]),
+    (12, 0, [(0, 8), (8, 12)]),                      # catching up after a restart: only the runs of 12
+    (12, 8, [(8, 12)]),
+    (16, 14, [(0, 16)]),
+    (23, 22, []),
+    (24, 0, [(0, 16), (16, 24)]),                    # the day's end: clipped to the day
+    (30, 0, [(0, 16), (16, 24)]),
+])
+def test_the_open_days_runs_merge_like_a_binary_counter(settled, done, spans):
+    from loupe.store.duckdb_store import merge_spans
+
+    day = NOW - NOW % 86400
+    got = merge_spans(day, day + done * H, day + settled * H)
+    assert [((a - day) // H, (b - day) // H) for a, b in got] == spans
+
+
+def _run_starts(s, lo, hi):
+    """Row positions where the (client, ts, file) order of nfs_s restarts within [lo, hi)."""
+    keys = [r[0] for r in s._cur.execute(
+        f"SELECT [client, lpad(ts::VARCHAR, 12, '0'), file] FROM nfs_s WHERE ts >= {lo} AND ts < {hi} ORDER BY rowid"
+    ).fetchall()]
+    return [i for i in range(1, len(keys)) if keys[i] < keys[i - 1]]
+
+
+def test_the_open_days_settled_hours_are_merged_into_runs_without_changing_answers(tmp_path):
+    """Seven settled hours of the open day: upkeep leaves hours 0-4 and 4-6 one run each (sorted by
+    element across the hours), hour 6 as compaction left it; rows and answers are unchanged, and the
+    merge is remembered across a restart."""
+    day = NOW - NOW % 86400
+    now = day + 7 * H + 200
+    frames = [f for k in range(0, 7 * H + 60, 301) for f in random_nfs_frames(day + k, 2, seed=k, clients=7)]
+    s = DuckDBStore(tmp_path / "m.duckdb", clock=lambda: NOW)
+    s2 = DuckDBStore(tmp_path / "ref.duckdb", clock=lambda: NOW)  # the same data, never merged
+    try:
+        for x in (s, s2):
+            x.ingest(frames, received_at=now)
+            for h in range(1, 8):  # hours 0-7 settle as the hourly compaction settles them, each sorted alone
+                x.compact(day + h * H + 120)
+        q = "SELECT count(*), sum(count), sum(bytes), sum(lat_sum), sum(l20) FROM nfs_s"
+        total = s._cur.execute(q).fetchall()
+        assert len(_run_starts(s, day, day + 4 * H)) >= 3  # four hours: four runs
+        rewritten = []
+        while n := s.sort_seconds(now):
+            rewritten.append(n)
+        assert rewritten == [s._cur.execute(f"SELECT count(*) FROM nfs_s WHERE ts < {day + 4 * H}").fetchone()[0],
+                             s._cur.execute(f"SELECT count(*) FROM nfs_s WHERE ts >= {day + 4 * H} "
+                                            f"AND ts < {day + 6 * H}").fetchone()[0]]
+        assert _run_starts(s, day, day + 4 * H) == [] and _run_starts(s, day + 4 * H, day + 6 * H) == []
+        assert _run_starts(s, day, day + 6 * H)  # two runs, not one
+        assert s._cur.execute(q).fetchall() == total
+        w = Window(day, day + 7 * H, 120, "second")
+        for st in (stat(by="client"), stat(by="file", client=["10.0.0.3"]), stat(BYTES, by="op")):
+            _same(s.aggregate(st, w, 3), s2.aggregate(st, w, 3))
+        assert s.heatmap(stat(), "latency", w).cells == s2.heatmap(stat(), "latency", w).cells
+        s.close()
+        s = DuckDBStore(tmp_path / "m.duckdb", clock=lambda: NOW)
+        assert s.sort_seconds(now) == 0  # remembered: nothing is rewritten again
+        s.ingest([f for k in range(7 * H + 60, 8 * H + 60, 301)
+                  for f in random_nfs_frames(day + k, 2, seed=k, clients=7)], received_at=now + H)
+        s.compact(now + H)  # hour 7 settles: the carry makes hours 0-8 one run
+        assert s.sort_seconds(now + H) == s._cur.execute(f"SELECT count(*) FROM nfs_s WHERE ts < {day + 8 * H}").fetchone()[0]
+        assert _run_starts(s, day, day + 8 * H) == []
     finally:
         s.close()
         s2.close()
@@ -511,8 +592,8 @@ def test_a_failed_sort_of_seconds_keeps_the_day_and_ingest_goes_on_beside_it(tmp
     real = s._resort
     flushed = []
 
-    def ingest_beside(cur, table, order, d):
-        n = real(cur, table, order, d)
+    def ingest_beside(cur, table, order, lo, hi):
+        n = real(cur, table, order, lo, hi)
         if table == "nfs_s":  # the day is rewritten, uncommitted: another thread ingests and flushes
             def other():
                 s.ingest(random_nfs_frames(now - 100, 3, seed=5, source="beside@h"), received_at=now)
@@ -555,8 +636,8 @@ def test_close_interrupts_a_sort_of_seconds_and_the_day_is_sorted_after_a_restar
     real = s._resort
     busy = threading.Event()
 
-    def long_resort(cur, table, order, d):  # a day that takes a while to rewrite
-        n = real(cur, table, order, d)
+    def long_resort(cur, table, order, lo, hi):  # a day that takes a while to rewrite
+        n = real(cur, table, order, lo, hi)
         busy.set()
         cur.execute("SELECT sum(hash(range)) FROM range(2000000000)").fetchall()  # ~13 s unless interrupted
         return n

@@ -209,8 +209,9 @@ class Store(abc.ABC):
         return 0
 
     def sort_seconds(self, now: int, *, wait: bool = True) -> int:
-        """Lay out closed days of the seconds tier for per-element reads and compression; returns
-        rows rewritten. May take minutes: callers run it beside their other upkeep."""
+        """Lay out settled seconds for per-element reads and compression, one span a call (a closed
+        day, or settled hours of the open day); returns rows rewritten, 0 when nothing is left to do.
+        May take minutes: callers run it beside their other upkeep."""
         return 0
 
     @abc.abstractmethod

@@ -91,6 +91,24 @@ def _sort_key(fam: Family) -> list[str]:
     return order.get(fam.name, ["host", "ts"])
 
 
+def merge_spans(day: int, done: int, settled: int, unit: int = 3600) -> list[tuple[int, int]]:
+    """The spans of the open day to rewrite as one run each, once its seconds before `settled`
+    have settled and the runs up to `done` are merged (all three unix seconds, `day` a UTC
+    midnight). Runs are aligned binary blocks of `unit` (an hour): with H hours settled, the day
+    holds one run per set bit of H, largest first (H = 6: hours 0-4 and 4-6), so merging is a
+    binary counter's carry. Spans of one unit are already runs (compaction sorted them) and are
+    not listed; the last span's end is where the runs stand once all are done."""
+    h = (min(settled, day + 86400) - day) // unit
+    out, lo = [], 0
+    for bit in reversed(range(h.bit_length())):
+        if h >> bit & 1:
+            hi = lo + (1 << bit)
+            if day + hi * unit > done and bit > 0:
+                out.append((day + lo * unit, day + hi * unit))
+            lo = hi
+    return out
+
+
 def _hist_cols(fam: Family) -> list[str]:
     return [c for h in fam.hists for c in h.columns]
 
@@ -222,6 +240,8 @@ class DuckDBStore(Store):
         self._minutes_sorted = int(row[0]) if row else None
         row = self._db.execute("SELECT value FROM meta WHERE key = 'seconds_sorted_upto'").fetchone()
         self._seconds_sorted = int(row[0]) if row else None
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'seconds_merged_upto'").fetchone()
+        self._seconds_merged = int(row[0]) if row else 0
         self._tlock = threading.Lock()  # held by the writers of settled seconds: compact, prune, sort_seconds
         self._resorting: duckdb.DuckDBPyConnection | None = None  # sort_seconds' cursor while it runs
         # The stage: committed (logged) batches not yet in DuckDB. Guarded by _slock.
@@ -1477,8 +1497,8 @@ class DuckDBStore(Store):
             try:
                 rows = 0
                 for fam in FAMILIES.values():
-                    rows += self._resort(cur, f"{fam.name}_m", ", ".join(_sort_key(fam)), day)
-                    rows += self._resort(cur, f"{fam.name}_k_m", "dim, host, key, ts", day)
+                    rows += self._resort(cur, f"{fam.name}_m", ", ".join(_sort_key(fam)), day, day + 86400)
+                    rows += self._resort(cur, f"{fam.name}_k_m", "dim, host, key, ts", day, day + 86400)
                 cur.execute("INSERT OR REPLACE INTO meta VALUES ('minutes_sorted_upto', ?)", [str(day + 86400)])
                 cur.commit()
             except BaseException:
@@ -1488,43 +1508,57 @@ class DuckDBStore(Store):
             return rows
 
     def sort_seconds(self, now: int, *, wait: bool = True) -> int:
-        """Re-sort one closed UTC day of the seconds tier by element; returns the rows rewritten.
+        """Re-sort settled seconds by element, one span per call; returns the rows rewritten.
 
         Compaction sorts each hour as it settles, so a client's day is 24 short runs spread over
-        the day, each in row groups shared with many other clients. Rewritten as one run per
-        element, the day's row groups hold fewer distinct files and longer runs of each
-        dimension, and compress to about a quarter fewer bytes per row (see docs/PERFORMANCE.md).
+        the day, each in row groups shared with many other clients. A closed UTC day is rewritten
+        as one run per element: its row groups hold fewer distinct files and longer runs of each
+        dimension, and compress to about a quarter fewer bytes per row (docs/PERFORMANCE.md).
+        Within the open day, runs are merged as the hours settle, like a binary counter: after
+        hour 2 the hours 0-2 are one run, after hour 4 the hours 0-4, after 6 the hours 4-6, and
+        so on (:func:`merge_spans`), so the open day is mostly long runs too, at the cost of each
+        row being rewritten about log2(hours) times (a few seconds of a core an hour for 1,000
+        clients).
 
         Not under the write lock: a day of a busy server's seconds takes minutes to rewrite, and
         flushes, rollups and queries go on beside it (queries see the old layout until the
         commit). Compaction and prune, the other writers of ``f_s``, wait for it (``_tlock``);
-        :meth:`close` interrupts it, and an interrupted day is simply done again later."""
+        :meth:`close` interrupts it, and an interrupted span is simply done again later."""
         with self._settled_writer(wait) as mine:
             if not mine:
                 return 0
             upto = self._compacted - self._compacted % 86400  # days before are wholly settled
             day = self._next_day(self._seconds_sorted, "s", upto)
-            if day is None:
-                return 0
-            cur = self._db.cursor()  # its own: close() interrupts it
-            self._resorting = cur
-            try:
-                rows = 0
-                cur.begin()
+            if day is not None:
                 # A day partly pruned already is gone within a day: not worth rewriting.
-                if day >= now - self.retain["second"]:
-                    for fam in FAMILIES.values():
-                        rows += self._resort(cur, f"{fam.name}_s", ", ".join(_sort_key(fam)), day)
-                cur.execute("INSERT OR REPLACE INTO meta VALUES ('seconds_sorted_upto', ?)", [str(day + 86400)])
-                cur.commit()
-            except BaseException:
-                cur.rollback()
-                raise
-            finally:
-                self._resorting = None
-                cur.close()
-            self._seconds_sorted = day + 86400
-            return rows
+                keep = day >= now - self.retain["second"]
+                return self._resort_seconds(day, day + 86400, "seconds_sorted_upto", keep)
+            spans = merge_spans(upto, max(self._seconds_merged, upto), self._compacted)
+            return self._resort_seconds(*spans[0], "seconds_merged_upto", True) if spans else 0
+
+    def _resort_seconds(self, lo: int, hi: int, mark: str, rewrite: bool) -> int:
+        """Rewrite [lo, hi) of every family's seconds in one transaction and set `mark` to hi."""
+        cur = self._db.cursor()  # its own: close() interrupts it
+        self._resorting = cur
+        try:
+            rows = 0
+            cur.begin()
+            if rewrite:
+                for fam in FAMILIES.values():
+                    rows += self._resort(cur, f"{fam.name}_s", ", ".join(_sort_key(fam)), lo, hi)
+            cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [mark, str(hi)])
+            cur.commit()
+        except BaseException:
+            cur.rollback()
+            raise
+        finally:
+            self._resorting = None
+            cur.close()
+        if mark == "seconds_sorted_upto":
+            self._seconds_sorted = hi
+        else:
+            self._seconds_merged = hi
+        return rows
 
     def _next_day(self, done: int | None, tier: str, upto: int) -> int | None:
         """The UTC day to sort next in `tier`, if it closed before `upto`: the day after `done`, or
@@ -1538,13 +1572,13 @@ class DuckDBStore(Store):
         return day if day + 86400 <= upto else None
 
     @staticmethod
-    def _resort(cur, table: str, order: str, day: int) -> int:
-        """Rewrite `table`'s rows of one day in `order`, inside the caller's transaction.
+    def _resort(cur, table: str, order: str, lo: int, hi: int) -> int:
+        """Rewrite `table`'s rows of seconds [lo, hi) in `order`, inside the caller's transaction.
 
         The sorted copy is appended first, then the old rows are deleted by row id: rows this
         transaction appended have row ids above every committed one until it commits. One write
-        of the day, and the old row groups, wholly deleted, are free for reuse at the checkpoint."""
-        span = f"ts >= {day} AND ts < {day + 86400}"
+        of the span, and the old row groups, wholly deleted, are free for reuse at the checkpoint."""
+        span = f"ts >= {lo} AND ts < {hi}"
         last, n = cur.execute(f"SELECT max(rowid), count(*) FILTER (WHERE {span}) FROM {table}").fetchone()
         if not n:
             return 0
