@@ -22,8 +22,7 @@ import logging
 import secrets
 import threading
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +35,7 @@ from .privatedb import open_private
 from .query import parse_statistic
 from .store.base import Store
 from .timerange import Window
+from .webhooks import ReceiverPolicy, post
 
 log = logging.getLogger("loupe.alerts")
 
@@ -630,9 +630,10 @@ def worksheet_of(ev: dict, book: AlertBook) -> str | None:
     return worksheet_query([encode_statistic(st["metric"], where)], start - pad, ev["at"] + pad)
 
 
-def payload(ev: dict, rule: dict | None, *, public_url: str | None = None, worksheet: str | None = None) -> dict:
+def payload(ev: dict, rule: dict | None, *, public_url: str | None = None, worksheet: str | None = None,
+            name: str | None = None) -> dict:
     """The JSON a webhook receives for an event; with the address users reach Loupe at, links to
-    the event on the Alerts page and to its worksheet."""
+    the event on the Alerts page and to its worksheet; `name`: its element's name (a client's)."""
     spec = rule["spec"] if rule else {}
     links = {}
     if public_url:
@@ -645,7 +646,8 @@ def payload(ev: dict, rule: dict | None, *, public_url: str | None = None, works
                   "by": spec.get("by"), "condition": spec.get("condition"), "threshold": ev["threshold"],
                   "hold_s": spec.get("hold_s"), "clear_s": spec.get("clear_s")},
         # a per-element rule's event: which element of its breakdown (absent for a total)
-        **({"element": {"dimension": ev["dim"], "key": ev["element"]}} if ev["element"] is not None else {}),
+        **({"element": {"dimension": ev["dim"], "key": ev["element"], **({"name": name} if name else {})}}
+           if ev["element"] is not None else {}),
         "value": ev["value"], "opened_by": ev["opened_by"], "message": ev["message"], "source": "loupe", **links,
     }
 
@@ -654,31 +656,23 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[bool, int | None, str | None]:
-    """One POST: (2xx?, HTTP status, what went wrong)."""
-    req = urllib.request.Request(url, data=body, method="POST", headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (http/https only: validated)
-            return 200 <= resp.status < 300, resp.status, None
-    except urllib.error.HTTPError as e:
-        return False, e.code, f"HTTP {e.code} {e.reason}"
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        reason = getattr(e, "reason", e)
-        return False, None, f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
-
-
 class Deliverer:
     """Posts pending events to their webhooks: each attempt is logged; a failed one is retried after
     BACKOFF[i] seconds, up to `attempts` in all, then the event is marked failed."""
 
     def __init__(self, book: AlertBook, *, attempts: int = 5, timeout: float = 5.0,
-                 public_url: str | None = None) -> None:
+                 public_url: str | None = None, policy: ReceiverPolicy = ReceiverPolicy(),
+                 namer: Callable[[str], str | None] | None = None) -> None:
         self.book, self.attempts, self.timeout, self.public_url = book, attempts, timeout, public_url
+        self.policy = policy
+        self.namer = namer  # a client address -> its name, when one is known (never waits for DNS)
 
     def attempt(self, ev: dict, url: str, n: int) -> dict:
         rule = self.book.rule(ev["subject"]) if ev["kind"].startswith("alert.") else None
+        named = ev["dim"] == "client" and ev["element"] is not None and self.namer is not None
         doc = payload(ev, rule, public_url=self.public_url,
-                      worksheet=worksheet_of(ev, self.book) if self.public_url else None)
+                      worksheet=worksheet_of(ev, self.book) if self.public_url else None,
+                      name=self.namer(ev["element"]) if named else None)
         body = json.dumps(doc, separators=(",", ":")).encode()
         headers = {"Content-Type": "application/json", "User-Agent": f"Loupe/{__version__}",
                    "X-Loupe-Event": str(ev["id"]), "X-Loupe-Attempt": str(n),
@@ -686,7 +680,7 @@ class Deliverer:
         if rule and rule["secret"]:
             headers["X-Loupe-Signature"] = sign(rule["secret"], body)
         t0 = time.monotonic()
-        ok, status, error = post(url, body, headers, self.timeout)
+        ok, status, error = post(url, body, headers, self.timeout, self.policy)
         return dict(ok=ok, status=status, error=error, ms=(time.monotonic() - t0) * 1000)
 
     def run_due(self, now: float) -> int:

@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .links import check_public_url
 from .names import parse_policy, parse_server
+from .webhooks import ReceiverPolicy
 
 
 class Settings(BaseSettings):
@@ -53,6 +54,10 @@ class Settings(BaseSettings):
     webhook_timeout: float = Field(5.0, gt=0, le=60, description="Seconds an alert's webhook receiver has to answer")
     webhook_attempts: int = Field(5, ge=1, le=20, description="Posts of one alert event before it is marked "
                                   "failed (retried after 2 s, 5 s, 15 s, 1 min, 5 min, then every 15 min)")
+    webhook_allow: str = Field("", description="Where alert webhook receivers may be, comma-separated: networks "
+                               "(10.0.0.0/8, 192.0.2.7, 2001:db8::/32) and host names (trusted with what they resolve "
+                               "to). Unset: anywhere but link-local (cloud metadata), unspecified and multicast "
+                               "addresses")
     public_url: str | None = Field(None, description="The address users reach Loupe at, e.g. "
                                    "https://nas1.example:8080: webhook posts then link to their event on the Alerts "
                                    "page and to a worksheet of its statistic; unset, they carry no links")
@@ -75,6 +80,12 @@ class Settings(BaseSettings):
     @classmethod
     def _policy(cls, v: str) -> str:
         return ",".join(parse_policy(v)) or "none"
+
+    @field_validator("webhook_allow")
+    @classmethod
+    def _webhook_allow(cls, v: str) -> str:
+        ReceiverPolicy.parse(v)  # a bad entry stops the server at start, named
+        return v.strip()
 
     @field_validator("public_url")
     @classmethod

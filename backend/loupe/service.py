@@ -19,6 +19,7 @@ from .names import NameResolver
 from .store.base import IngestOutcome, PruneReport, StoreUnavailable
 from .store.duckdb_store import DuckDBStore
 from .telemetry import Telemetry
+from .webhooks import ReceiverPolicy
 
 log = logging.getLogger("loupe")
 
@@ -78,9 +79,10 @@ class Loupe:
         self.hub = LiveHub()
         self.alerts = AlertBook(settings.data_dir / "alerts.sqlite")
         self.alert_engine = AlertEngine(self.store, self.alerts)
-        self.deliverer = Deliverer(self.alerts, attempts=settings.webhook_attempts, timeout=settings.webhook_timeout,
-                                   public_url=settings.public_url)
         self.names = NameResolver(settings, self.store)
+        self.deliverer = Deliverer(self.alerts, attempts=settings.webhook_attempts, timeout=settings.webhook_timeout,
+                                   public_url=settings.public_url, policy=ReceiverPolicy.parse(settings.webhook_allow),
+                                   namer=self.names.name)
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
                                    backlog=self.store.backlog, memory=self.store.memory)

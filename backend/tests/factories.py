@@ -66,7 +66,7 @@ def signed_in_app(data_dir, token: str, **settings):
 class Receiver:
     """A real HTTP server on loopback answering each POST with the next status of `statuses`."""
 
-    def __init__(self, statuses):
+    def __init__(self, statuses, location: str | None = None):
         self.statuses, self.posts = list(statuses), []
         outer = self
 
@@ -76,6 +76,9 @@ class Receiver:
                 outer.posts.append((dict(self.headers), body))
                 code = outer.statuses.pop(0) if len(outer.statuses) > 1 else outer.statuses[0]
                 self.send_response(code)
+                if location:  # a redirect's target
+                    self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def log_message(self, *a):

@@ -10,8 +10,10 @@ from factories import NOW, Receiver, nfs_frame
 from loupe.alerts import (
     AGENT_STALE, SETTLE, AlertBook, AlertEngine, Deliverer, ElementsState, Rule, RuleState, payload, sign, step,
 )
+from loupe.config import Settings
 from loupe.frame import SourceStatus
 from loupe.store.duckdb_store import DuckDBStore
+from loupe.webhooks import ReceiverPolicy, post
 
 
 def rule(**kw):
@@ -469,8 +471,8 @@ def test_agents_connect_and_disconnect(setup):
 def receiver():
     made = []
 
-    def make(statuses):
-        made.append(Receiver(statuses))
+    def make(statuses, location=None):
+        made.append(Receiver(statuses, location))
         return made[-1]
 
     yield make
@@ -503,6 +505,94 @@ def test_a_post_is_retried_until_the_receiver_takes_it(setup, receiver):
     assert "HTTP 500" in log[0]["error"]
     ev = b.event(eid)
     assert (ev["delivery"], ev["attempts"], ev["next_at"]) == ("delivered", 3, None)
+
+
+@pytest.mark.parametrize(("allow", "address", "allowed"), [
+    ("", "192.0.2.7", True),
+    ("", "127.0.0.1", True),
+    ("", "169.254.169.254", False),                  # a cloud metadata service
+    ("", "fe80::1", False),
+    ("", "0.0.0.0", False),
+    ("", "224.0.0.1", False),
+    ("", "::ffff:169.254.169.254", False),           # the same, IPv4-mapped
+    ("10.0.0.0/8, 2001:db8::/32", "10.1.2.3", True),
+    ("10.0.0.0/8, 2001:db8::/32", "2001:db8::7", True),
+    ("10.0.0.0/8, 2001:db8::/32", "127.0.0.1", False),
+    ("192.0.2.7", "192.0.2.7", True),
+    ("192.0.2.7", "192.0.2.8", False),
+    ("169.254.0.0/16", "169.254.169.254", True),     # listed on purpose
+    ("hooks.example.org", "10.1.2.3", False),        # a list of names only: addresses are not listed
+])
+def test_where_webhook_receivers_may_be(allow, address, allowed):
+    import ipaddress
+
+    assert ReceiverPolicy.parse(allow).allows(ipaddress.ip_address(address)) is allowed
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("10.0.0.0/33", "'10.0.0.0/33' is neither a network"),
+    ("hooks example", "'hooks example' is neither a network"),
+    ("10.0.0.0/8, under_score.example", "'under_score.example'"),
+])
+def test_a_bad_receiver_list_is_refused_by_entry(text, problem):
+    with pytest.raises(ValueError, match=problem):
+        ReceiverPolicy.parse(text)
+    with pytest.raises(ValueError, match=problem):
+        Settings(webhook_allow=text)
+
+
+def test_a_receiver_outside_the_list_gets_nothing_and_the_attempt_says_why(setup, receiver):
+    _, book = setup
+    rx = receiver([200])
+    b = book()
+    eid = b.add_event(NOW, "agent.connected", "a", "a", "m", webhook=rx.url)
+    d = Deliverer(b, attempts=1, timeout=2, policy=ReceiverPolicy.parse("10.0.0.0/8"))
+    assert d.run_due(float("inf")) == 1
+    (att,) = b.deliveries(eid)
+    assert not att["ok"] and att["status"] is None
+    assert "receiver 127.0.0.1 (127.0.0.1) is at no allowed address: LOUPE_WEBHOOK_ALLOW=10.0.0.0/8" in att["error"]
+    assert rx.posts == [] and b.event(eid)["delivery"] == "failed"
+    # a metadata address is refused without any list, and nothing is sent anywhere
+    ok, status, error = post("http://169.254.169.254/latest/meta-data", b"{}", {}, 1)
+    assert (ok, status) == (False, None) and "refuses link-local" in error
+
+
+def test_a_listed_host_name_is_trusted_with_what_it_resolves_to(setup, receiver):
+    _, book = setup
+    rx = receiver([200])
+    b = book()
+    url = rx.url.replace("127.0.0.1", "localhost")
+    eid = b.add_event(NOW, "agent.connected", "a", "a", "m", webhook=url)
+    assert Deliverer(b, policy=ReceiverPolicy.parse("10.0.0.0/8, localhost")).run_due(float("inf")) == 1
+    assert b.event(eid)["delivery"] == "delivered" and len(rx.posts) == 1
+    assert rx.posts[0][0]["Host"] == f"localhost:{rx.server.server_port}"  # the URL's host, sent as is
+
+
+def test_a_redirect_is_not_followed(setup, receiver):
+    _, book = setup
+    elsewhere = receiver([200])
+    rx = receiver([302], location=elsewhere.url)
+    b = book()
+    eid = b.add_event(NOW, "agent.connected", "a", "a", "m", webhook=rx.url)
+    Deliverer(b, attempts=1).run_due(float("inf"))
+    (att,) = b.deliveries(eid)
+    assert (att["ok"], att["status"]) == (False, 302)
+    assert f"redirects are not followed (to {elsewhere.url})" in att["error"]
+    assert len(rx.posts) == 1 and elsewhere.posts == []
+
+
+def test_a_post_names_its_client_when_a_name_is_known(setup, receiver):
+    _, book = setup
+    rx = receiver([200])
+    b = book()
+    r = rule(webhook=rx.url, by="client")
+    b.put_rule(r, None, "alice", NOW)
+    for ip in ("10.0.0.7", "10.0.0.8"):
+        b.add_event(NOW, "alert.fired", r.id, r.name, "busy", value=100.0, threshold=50.0, webhook=rx.url,
+                    dim="client", element=ip, rule=r)
+    Deliverer(b, namer={"10.0.0.7": "db1.example"}.get).run_due(float("inf"))
+    got = sorted((d["element"]["key"], d["element"].get("name")) for d in (json.loads(p) for _, p in rx.posts))
+    assert got == [("10.0.0.7", "db1.example"), ("10.0.0.8", None)]
 
 
 def test_a_post_gives_up_after_its_attempts_and_says_why(setup):

@@ -62,6 +62,8 @@ RULE = {"name": "busy reads", "metric": "nfs.ops", "where": {"op": ["read"]}, "c
     ({"timezone": "Mars/Olympus"}, 422, "unknown timezone 'Mars/Olympus'"),
     ({"webhook": "ftp://example.org/x"}, 422, "not an http:// or https:// URL"),
     ({"webhook": "http:///nohost"}, 422, "not an http:// or https:// URL"),
+    ({"webhook": "http://169.254.169.254/latest/meta-data"}, 422,
+     "webhook: receiver 169.254.169.254 (169.254.169.254) is at no allowed address: unset LOUPE_WEBHOOK_ALLOW"),
     ({"colour": "red"}, 422, "colour"),
     ({"by": "colour"}, 400, "by: unknown dimension 'colour'"),
     ({"by": "latency"}, 400, "by: 'latency' is a histogram"),
@@ -190,6 +192,21 @@ def test_a_per_client_rule_fires_for_each_client_over_its_threshold(client, rx):
     while len(rx.posts) < 4 and time.time() < end:
         time.sleep(0.1)
     posts = [json.loads(b) for _, b in rx.posts]
-    assert sorted((p["kind"], p["element"]["key"]) for p in posts) == [
-        ("alert.cleared", "10.0.0.7"), ("alert.cleared", "10.0.0.8"), ("alert.fired", "10.0.0.7"),
-        ("alert.fired", "10.0.0.8")]
+    assert sorted((p["kind"], p["element"]["key"], p["element"].get("name")) for p in posts) == [
+        ("alert.cleared", "10.0.0.7", "nfs-a"), ("alert.cleared", "10.0.0.8", None), ("alert.fired", "10.0.0.7", "nfs-a"),
+        ("alert.fired", "10.0.0.8", None)]
+
+
+def test_receivers_outside_the_admins_list_are_refused_when_a_rule_is_saved(tmp_path, rx):
+    gen = signed_in_app(tmp_path, TOKEN, webhook_allow="10.0.0.0/8, hooks.example.org")
+    c = next(gen)
+    try:
+        r = c.post("/api/v1/alerts", json={**RULE, "webhook": rx.url})  # 127.0.0.1: not listed
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"] == ("webhook: receiver 127.0.0.1 (127.0.0.1) is at no allowed address: "
+                                      "LOUPE_WEBHOOK_ALLOW=10.0.0.0/8,hooks.example.org")
+        assert c.get("/api/v1/alerts").json()["rules"] == []
+        for ok in ("http://10.9.8.7:9000/hook", "https://hooks.example.org/x"):  # listed: saved without a lookup
+            assert c.post("/api/v1/alerts", json={**RULE, "webhook": ok}).status_code == 201
+    finally:
+        gen.close()

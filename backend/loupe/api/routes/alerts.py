@@ -5,6 +5,7 @@ import time
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
 
 from ...alerts import MAX_OPEN, TOP_ELEMENTS, ElementsState, Rule
 from ...auth import Principal
@@ -14,6 +15,7 @@ from ...models import (
 )
 from ...query import QueryError, parse_statistic
 from ...service import Loupe
+from ...webhooks import ReceiverRefused
 from ..deps import AdminDep, LoupeDep, ViewerDep, audit
 
 router = APIRouter(tags=["alerts"])
@@ -59,7 +61,12 @@ def _rule(loupe: Loupe, rule_id: str) -> dict:
     return rec
 
 
-def _checked(body: AlertRuleBody, rule_id: str) -> Rule:
+def _checked(body: AlertRuleBody, rule_id: str, loupe: Loupe) -> Rule:
+    if body.webhook:
+        try:
+            loupe.deliverer.policy.check_url(body.webhook)
+        except ReceiverRefused as e:  # a 422 like any invalid field's
+            raise RequestValidationError([{"loc": ("body", "webhook"), "msg": str(e), "type": "value_error"}]) from None
     filters = [f"{k}={','.join(v)}" for k, v in body.where.items()]
     parse_statistic(body.metric, None, filters)  # 400 naming the fault
     if body.by is not None:
@@ -97,7 +104,7 @@ def get_rule(rule_id: str, p: ViewerDep, loupe: LoupeDep) -> AlertRulePublic:
 
 @router.post("/alerts", response_model=AlertRulePublic, status_code=201, summary="Create an alert rule (admin)")
 def create_rule(body: AlertRuleBody, p: AdminDep, loupe: LoupeDep, request: Request) -> AlertRulePublic:
-    rule = _checked(body, secrets.token_hex(6))
+    rule = _checked(body, secrets.token_hex(6), loupe)
     loupe.alerts.put_rule(rule, body.secret or None, p.name, time.time())
     audit(request, "alert.create", rule.name, f"{rule.label} {rule.condition} {rule.threshold:g}")
     return _public(loupe, _rule(loupe, rule.id), p)
@@ -107,7 +114,7 @@ def create_rule(body: AlertRuleBody, p: AdminDep, loupe: LoupeDep, request: Requ
             summary="Replace an alert rule (admin); its open alerts are cleared and evaluation starts afresh")
 def update_rule(rule_id: str, body: AlertRuleBody, p: AdminDep, loupe: LoupeDep, request: Request) -> AlertRulePublic:
     old = _rule(loupe, rule_id)
-    rule = _checked(body, rule_id)
+    rule = _checked(body, rule_id, loupe)
     secret = old["secret"] if body.secret is None else (body.secret or None)
     loupe.alert_engine.replace_rule(Rule(id=rule_id, **old["spec"]), rule, secret, p.name, time.time())
     audit(request, "alert.update", rule.name, f"{rule.label} {rule.condition} {rule.threshold:g}")
