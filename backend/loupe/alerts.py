@@ -46,7 +46,7 @@ AGENT_STALE = 15.0  # an agent silent this long is disconnected (the sources pag
 BACKOFF = (2, 5, 15, 60, 300, 900)  # seconds before each retry of a failed webhook post
 TOP_ELEMENTS = 20  # per-element rules: the busiest elements checked each second
 MAX_OPEN = 10  # per-element rules: alerts open at once; further elements that hold are withheld
-MAX_FOLLOWED = 50  # per-element rules: elements whose state is kept between seconds (open ones always)
+MAX_FOLLOWED = 50  # per-element rules: elements whose state is kept between seconds (open ones always), at least
 RANK_STEP = 10  # per-element rules catching up (a new rule, a restart): seconds ranked together
 
 _SCHEMA = """
@@ -389,6 +389,8 @@ class AlertEngine:
                  max_open: int = MAX_OPEN) -> None:
         self.store, self.book = store, book
         self.top_elements, self.max_open = top_elements, max_open  # per-element rules' bounds
+        # elements followed between seconds: the top's runs under way must fit, however large the top
+        self.max_followed = max(MAX_FOLLOWED, 5 * top_elements // 2)
         self._lock = threading.RLock()  # one evaluation at a time (the thread, and rule edits)
 
     def editing(self) -> threading.RLock:
@@ -510,16 +512,15 @@ class AlertEngine:
             st.elements = self._followed(rule, st, top)
         return out
 
-    @staticmethod
-    def _followed(rule: Rule, st: ElementsState, top: set[str]) -> dict[str, RuleState]:
+    def _followed(self, rule: Rule, st: ElementsState, top: set[str]) -> dict[str, RuleState]:
         """The elements worth following to the next second: open alerts, runs under way and (for a
         "below" rule, whose elements fall out of the top by falling) the top ones; at most
-        MAX_FOLLOWED, open alerts first, then the top, then the longest runs."""
+        max_followed, open alerts first, then the top, then the longest runs."""
         def keep(k: str, e: RuleState) -> bool:
             return e.active or e.run_start is not None or (rule.condition == "below" and k in top)
         ranked = sorted(((k, e) for k, e in st.elements.items() if keep(k, e)),
                         key=lambda ke: (not ke[1].active, ke[0] not in top, ke[1].run_start or 0, ke[0]))
-        return {k: e for i, (k, e) in enumerate(ranked) if e.active or i < MAX_FOLLOWED}
+        return {k: e for i, (k, e) in enumerate(ranked) if e.active or i < self.max_followed}
 
     def _record(self, rule: Rule, st: RuleState, tr: Transition, element: str | None = None) -> int:
         unit = metric(rule.metric).unit

@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     webhook_timeout: float = Field(5.0, gt=0, le=60, description="Seconds an alert's webhook receiver has to answer")
     webhook_attempts: int = Field(5, ge=1, le=20, description="Posts of one alert event before it is marked "
                                   "failed (retried after 2 s, 5 s, 15 s, 1 min, 5 min, then every 15 min)")
+    alert_top_elements: int = Field(20, ge=1, le=500, description="Per-element alert rules: the busiest "
+                                    "elements of the breakdown checked each second")
+    alert_max_open: int = Field(10, ge=1, le=500, description="Per-element alert rules: alerts of one rule open at "
+                                "once; further elements that hold are withheld and counted")
     webhook_allow: str = Field("", description="Where alert webhook receivers may be, comma-separated: networks "
                                "(10.0.0.0/8, 192.0.2.7, 2001:db8::/32) and host names (trusted with what they resolve "
                                "to). Unset: anywhere but link-local (cloud metadata), unspecified and multicast "

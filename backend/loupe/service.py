@@ -78,7 +78,8 @@ class Loupe:
         self.demo_link = secrets.token_urlsafe(24) if settings.demo else None
         self.hub = LiveHub()
         self.alerts = AlertBook(settings.data_dir / "alerts.sqlite")
-        self.alert_engine = AlertEngine(self.store, self.alerts)
+        self.alert_engine = AlertEngine(self.store, self.alerts, top_elements=settings.alert_top_elements,
+                                        max_open=settings.alert_max_open)
         self.names = NameResolver(settings, self.store)
         self.deliverer = Deliverer(self.alerts, attempts=settings.webhook_attempts, timeout=settings.webhook_timeout,
                                    public_url=settings.public_url, policy=ReceiverPolicy.parse(settings.webhook_allow),

@@ -210,3 +210,25 @@ def test_receivers_outside_the_admins_list_are_refused_when_a_rule_is_saved(tmp_
             assert c.post("/api/v1/alerts", json={**RULE, "webhook": ok}).status_code == 201
     finally:
         gen.close()
+
+
+def test_the_per_element_bounds_are_the_servers_settings(tmp_path, rx):
+    gen = signed_in_app(tmp_path, TOKEN, alert_top_elements=3, alert_max_open=1)
+    c = next(gen)
+    try:
+        now = int(time.time())
+        send(c, now - 20, 20, {"10.0.0.7": 100, "10.0.0.8": 90, "10.0.0.9": 80, "10.0.0.10": 70})
+        r = c.post("/api/v1/alerts", json={**RULE, "name": "busy clients", "by": "client", "webhook": rx.url})
+        assert r.status_code == 201, r.text
+        (fired,) = wait_events(c, "alert.fired", 1)
+        assert fired["element"] == "10.0.0.7"  # the busiest of the top 3; one open at most
+        end = time.time() + 10
+        while c.get("/api/v1/alerts").json()["rules"][0]["state"]["withheld"] < 2 and time.time() < end:
+            time.sleep(0.25)
+        listed = c.get("/api/v1/alerts").json()
+        assert (listed["top_elements"], listed["max_open"]) == (3, 1)
+        st = listed["rules"][0]["state"]
+        assert st["open_count"] == 1 and st["withheld"] == 2  # 10.0.0.8 and .9 held; .10, outside the top 3, unchecked
+        assert len(c.get("/api/v1/events", params={"kind": "alert.fired"}).json()["events"]) == 1
+    finally:
+        gen.close()

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 
-from ...alerts import MAX_OPEN, TOP_ELEMENTS, ElementsState, Rule
+from ...alerts import ElementsState, Rule
 from ...auth import Principal
 from ...catalog import HISTOGRAMS, metric
 from ...models import (
@@ -93,7 +93,7 @@ def client_keys(rules: list[AlertRulePublic]) -> list[str]:
 @router.get("/alerts", response_model=AlertRuleList, summary="Alert rules, each with its state")
 def list_rules(p: ViewerDep, loupe: LoupeDep) -> AlertRuleList:
     rules = [_public(loupe, r, p) for r in loupe.alerts.rules()]
-    return AlertRuleList(rules=rules, top_elements=TOP_ELEMENTS, max_open=MAX_OPEN,
+    return AlertRuleList(rules=rules, top_elements=loupe.alert_engine.top_elements, max_open=loupe.alert_engine.max_open,
                          names=loupe.names.names(client_keys(rules)))
 
 
