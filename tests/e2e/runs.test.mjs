@@ -138,6 +138,15 @@ describe('Loupe benchmark runs in Chromium', { skip: skip ?? false }, () => {
     for (const side of ['A', 'B']) {
       const hm = t.page.getByTestId(`compare-heatmap-${side}-chart`)
       await until(`heat map ${side} of ${busiest}`, async () => ((await hm.getAttribute('aria-label')) ?? '').includes(`NFS latency, ${busiest}, run ${side}`))
+      // its cells are drawn as a raster beneath the chart: some of its pixels are painted
+      const raster = t.page.getByTestId(`compare-heatmap-${side}`).locator('canvas.hm-raster')
+      const painted = () => raster.evaluate((c) => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data
+        let n = 0
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++
+        return n
+      })
+      await until(`heat map ${side}'s cells drawn`, async () => (await painted()) > 100)
     }
     await t.shot('runs-compare')
     assert.deepEqual(t.consoleErrors, [])

@@ -24,20 +24,22 @@ interface Props {
   /** Filled with the raster's canvas, for the PNG export to draw beneath the chart. */
   canvas: MutableRefObject<HTMLCanvasElement | null>
   /** A press and a release on the plot, with the cell under each (null off the cells). */
-  onPress: (cell: Cell | null) => void
-  onRelease: (cell: Cell | null, shift: boolean) => void
+  onPress?: (cell: Cell | null) => void
+  onRelease?: (cell: Cell | null, shift: boolean) => void
+  /** The test id of the chart drawn over the cells. */
+  chartTestId?: string
 }
 
 /** Where the chart's canvas is inside `box`, px. */
-function chartBox(box: HTMLElement): { left: number; top: number; width: number; height: number } | null {
-  const c = box.querySelector('[data-testid="heatmap-chart"] canvas')
+function chartBox(box: HTMLElement, chartTestId: string): { left: number; top: number; width: number; height: number } | null {
+  const c = box.querySelector(`[data-testid="${chartTestId}"] canvas`)
   if (!c) return null
   const a = box.getBoundingClientRect()
   const b = c.getBoundingClientRect()
   return { left: b.left - a.left, top: b.top - a.top, width: b.width, height: b.height }
 }
 
-export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, onRelease }: Props) {
+export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, onRelease, chartTestId = 'heatmap-chart' }: Props) {
   const box = useRef<HTMLDivElement>(null)
   const bitmap = useRef<HTMLCanvasElement | null>(null)
   const [size, setSize] = useState<{ left: number; top: number; width: number; height: number } | null>(null)
@@ -49,14 +51,14 @@ export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, 
     const el = box.current
     if (!el) return
     const measure = () => {
-      const b = chartBox(el)
+      const b = chartBox(el, chartTestId)
       setSize((s) => (b && (!s || s.left !== b.left || s.top !== b.top || s.width !== b.width || s.height !== b.height) ? b : s))
     }
     measure()
     const ro = new ResizeObserver(measure)
     ro.observe(el)
     return () => ro.disconnect()
-  }, [])
+  }, [chartTestId])
 
   // before the browser paints, so that the cells and the chart over them show the same second
   useLayoutEffect(() => {
@@ -83,7 +85,7 @@ export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, 
 
   const cellOf = (e: MouseEvent) => {
     const el = box.current
-    const b = el && chartBox(el)
+    const b = el && chartBox(el, chartTestId)
     if (!el || !b) return null
     const a = el.getBoundingClientRect()
     const x = e.clientX - a.left - b.left
@@ -95,8 +97,8 @@ export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, 
     <div
       ref={box}
       className="hm-plot"
-      onMouseDown={(e) => onPress(cellOf(e))}
-      onMouseUp={(e) => onRelease(cellOf(e), e.shiftKey)}
+      onMouseDown={(e) => onPress?.(cellOf(e))}
+      onMouseUp={(e) => onRelease?.(cellOf(e), e.shiftKey)}
       onMouseMove={(e) => {
         const cell = cellOf(e)
         const rate = cell ? grid.rate[cell.col * rows + cell.row]! : NaN

@@ -1,8 +1,10 @@
-// A latency heat map with a title and no tools: for pages that show one beside their facts.
-import { useMemo } from 'react'
+// A latency heat map with a title and no tools: for pages that show one beside their facts. Its
+// cells are a raster beneath the chart, as on the worksheet (Raster.tsx).
+import { useMemo, useRef } from 'react'
 import type { HeatmapResult } from '../../api/client'
 import { EChart } from '../../components/EChart'
-import { toHeatmapOption } from './transform'
+import { RasterPlot } from './Raster'
+import { cellsRange, rasterGrid, toHeatmapOption } from './transform'
 
 interface Props {
   result: HeatmapResult | undefined
@@ -15,17 +17,27 @@ interface Props {
 }
 
 export function SimpleHeatmap({ result, error, title, testId, className, colors }: Props) {
+  const range = useMemo(() => colors ?? (result ? cellsRange(result.cells) : null), [result, colors])
+  const grid = useMemo(() => (result && range ? rasterGrid(result, range) : null), [result, range])
   const option = useMemo(
-    () => (result ? toHeatmapOption(result, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, colors }) : null),
-    [result, colors],
+    () =>
+      result && range
+        ? toHeatmapOption(result, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, raster: true, colors: range })
+        : null,
+    [result, range],
   )
+  const raster = useRef<HTMLCanvasElement | null>(null)
+  const chartId = `${testId}-chart`
   return (
     <div className={className} data-testid={testId}>
       <div className="side-title">{title}</div>
       {error && <div className="error">{error.message}</div>}
       {option &&
+        grid &&
         (result!.cells.length ? (
-          <EChart option={option} className="hm-chart" ariaLabel={title} testId={`${testId}-chart`} />
+          <RasterPlot result={result!} grid={grid} rateUnit="ops/s" canvas={raster} chartTestId={chartId}>
+            <EChart option={option} className="hm-chart" ariaLabel={title} testId={chartId} underlay={raster} />
+          </RasterPlot>
         ) : (
           <div className="empty">No NFS operations in this window.</div>
         ))}
