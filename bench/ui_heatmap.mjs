@@ -6,7 +6,10 @@
 // Cases: what the UI asks for a week (300 columns), the server's cap (769 columns, 19,994
 // cells: routes/query.py MAX_CELLS) and, as the peer, four times the cap (what the cap prevents).
 //
-//   node bench/ui_heatmap.mjs [--seconds 30] [--out bench/results/ui-<UTC>.json]
+//   node bench/ui_heatmap.mjs [--seconds 30] [--only CASE,...] [--profile] [--out bench/results/ui-<UTC>.json]
+//
+// --profile samples the page's JavaScript (Chromium's CPU profiler) over each case's updates and
+// adds the functions with the most self time to the case's result (where an update's time goes).
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { launch, newPage } from '../tests/e2e/browser.mjs'
@@ -20,6 +23,7 @@ const SECONDS = Number(arg('seconds', '30'))
 const WEEK = 7 * 86400
 const BUCKETS = Array.from({ length: 26 }, (_, i) => i + 10) // latency: 2^10 .. 2^35 ns
 const ONLY = arg('only', '')
+const PROFILE = process.argv.includes('--profile')
 const CASES = [
   { name: 'ui_week_300_columns', columns: 300 },
   { name: 'server_cap_769_columns', columns: 769 },
@@ -92,7 +96,14 @@ async function runCase(browser, server, c) {
   })
   await page.goto(`${server.base}/?range=1w&s=nfs.ops;by:latency;d:heatmap`)
   await page.getByTestId('heatmap-chart').waitFor({ timeout: 60_000 })
+  const cdp = PROFILE ? await page.context().newCDPSession(page) : null
+  if (cdp) {
+    await cdp.send('Profiler.enable')
+    await cdp.send('Profiler.setSamplingInterval', { interval: 200 })
+    await cdp.send('Profiler.start')
+  }
   await page.waitForTimeout(SECONDS * 1000)
+  const profile = cdp ? selfTimes((await cdp.send('Profiler.stop')).profile) : undefined
   const timings = await page.evaluate(() => window.__timings)
   const cells = Number(await page.getByTestId('heatmap-rows').getAttribute('data-rows').then((r) => r.split(',').length)) * c.columns
   await page.close()
@@ -123,7 +134,22 @@ async function runCase(browser, server, c) {
     chart_draws: drawn.filter((d) => d.detail === 'heatmap-chart').length,
     chart_draw_median_ms: pct(draws.filter((_, i) => drawn[i].detail === 'heatmap-chart'), 50),
     cells_draw_median_ms: pct(draws.filter((_, i) => drawn[i].detail === 'heatmap-cells'), 50),
+    ...(profile ? { profile_top_self_ms_per_s: profile } : {}),
   }
+}
+
+/** The 20 functions with the most self time in a CPU profile, ms per second of the run. */
+function selfTimes(p) {
+  const byNode = new Map(p.nodes.map((n) => [n.id, n]))
+  const acc = new Map()
+  const dts = p.timeDeltas
+  p.samples.forEach((id, i) => {
+    const f = byNode.get(id).callFrame
+    const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}`
+    acc.set(key, (acc.get(key) ?? 0) + (dts[i + 1] ?? 0) / 1000)
+  })
+  const seconds = (p.endTime - p.startTime) / 1e6
+  return Object.fromEntries([...acc].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([k, v]) => [k, Math.round((v / seconds) * 100) / 100]))
 }
 
 const server = await startLoupe({ backfill: 30, readyMs: 120_000 })
