@@ -120,6 +120,12 @@ def main(argv=None) -> int:
     cpu_pct = 100 * np.diff(s[:, 1]) / np.diff(s[:, 0]) if len(s) > 1 else np.array([0.0])
     rss = s[:, 2] if len(s) else np.array([0.0])
     slope = float(np.polyfit(s[:, 0] - s[0, 0], rss, 1)[0]) if len(s) > 2 else 0.0
+    half = s[len(s) // 2:]  # the measured window's second half: still growing, or flat by then?
+    slope2 = float(np.polyfit(half[:, 0] - half[0, 0], half[:, 2], 1)[0]) if len(half) > 2 else 0.0
+    # the whole run's RSS, warm-up included, as the most of each minute (what a plot of it shows)
+    every = np.array(samples)
+    per_minute = [float(every[(every[:, 0] >= t) & (every[:, 0] < t + 60), 2].max() / 2**20)
+                  for t in np.arange(every[0, 0], every[-1, 0], 60)] if len(every) else []
     sent = sum(r["sent"] for r in results)
     acked = sum(r["acked"] for r in results)
     res = dict(
@@ -131,6 +137,8 @@ def main(argv=None) -> int:
         server_cpu_pct_mean=float(cpu_pct.mean()), server_cpu_pct_p99=float(np.percentile(cpu_pct, 99)),
         rss_first_mib=float(rss[0] / 2**20), rss_last_mib=float(rss[-1] / 2**20), rss_max_mib=float(rss.max() / 2**20),
         rss_slope_mib_per_min=slope * 60 / 2**20,
+        rss_slope_second_half_mib_per_min=slope2 * 60 / 2**20,
+        rss_max_per_minute_mib=[round(x, 1) for x in per_minute],
         frames_sent=sent, frames_acked=acked, frames_rejected=sum(r["rejected"] for r in results),
         requests_refused=sum(r["refused"] for r in results),
         ops_acked=sum(r["acked_ops"] for r in results), ops_stored=stored_ops,

@@ -1517,8 +1517,8 @@ class DuckDBStore(Store):
         Within the open day, runs are merged as the hours settle, like a binary counter: after
         hour 2 the hours 0-2 are one run, after hour 4 the hours 0-4, after 6 the hours 4-6, and
         so on (:func:`merge_spans`), so the open day is mostly long runs too, at the cost of each
-        row being rewritten about log2(hours) times (a few seconds of a core an hour for 1,000
-        clients).
+        row being rewritten about log2(hours) times (about 12 s of a core an hour for 1,000
+        clients: docs/PERFORMANCE.md).
 
         Not under the write lock: a day of a busy server's seconds takes minutes to rewrite, and
         flushes, rollups and queries go on beside it (queries see the old layout until the
