@@ -371,9 +371,11 @@ def _real(p: str) -> str:
 _TOKEN = re.compile(r'#[^\n]*|"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|([{};=,])|([^\s{};=,"\'#]+)')
 
 
-def parse_ganesha_conf(text: str, include: Callable[[str], str] | None = None) -> list[tuple[str, dict, list]]:
+def parse_ganesha_conf(text: str, include: Callable[[str], str] | None = None,
+                       _depth: int = 0) -> list[tuple[str, dict, list]]:
     """nfs-ganesha's config as blocks: (name lowercased, {param lowercased: [values]},
-    sub-blocks). ``%include "file"`` reads through ``include``."""
+    sub-blocks). ``%include "file"`` reads through ``include``; includes and blocks
+    nest 8 deep at most (a file including itself ends there)."""
     toks: list[tuple[str, str]] = []  # (kind, text): kind "s"tring, "p"unct, "w"ord
     for m in _TOKEN.finditer(text):
         if m.group(0).startswith("#"):
@@ -397,15 +399,15 @@ def parse_ganesha_conf(text: str, include: Callable[[str], str] | None = None) -
                 return params, blocks
             pos += 1
             if kind == "w" and t.lower() == "%include" and pos < len(toks):
-                if include is not None and depth < 8:
+                if include is not None and _depth < 8:
                     try:
-                        blocks += parse_ganesha_conf(include(toks[pos][1]), include)
+                        blocks += parse_ganesha_conf(include(toks[pos][1]), include, _depth + 1)
                     except OSError:
                         pass
                 pos += 1
                 continue
             nxt = toks[pos] if pos < len(toks) else ("", "")
-            if nxt == ("p", "{"):
+            if nxt == ("p", "{") and depth < 8:
                 pos += 1
                 p, b = block_items(depth + 1)
                 blocks.append((t.lower(), p, b))

@@ -208,6 +208,12 @@ def test_ganesha_config_grammar():
     assert ganesha_exports(mounted_by_pseudo)[1] == Export("/srv/b", "/b", 11)
 
 
+def test_a_config_including_itself_ends():
+    conf = 'EXPORT { Export_Id = 1; Path = /s; Pseudo = /p; } %include "self.conf"'
+    assert set(ganesha_exports(conf, lambda name: conf)) == {Export("/s", "/p", 1)}
+    assert ganesha_exports("EXPORT {" * 3000 + "Path = /s;") == []  # nesting past 8 blocks is not followed
+
+
 @pytest.mark.parametrize("real, export_id, client", [
     ("/srv/a/x/y.bin", None, "/a/x/y.bin"),
     ("/srv/a", None, "/a"),
