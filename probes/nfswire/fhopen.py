@@ -88,6 +88,16 @@ def ganesha_handle(fh: bytes) -> KernelHandle | None:
     return KernelHandle("ganesha", head & 0x1F, bytes(opaque[1:pos]), htype, bytes(body), export_id, big)
 
 
+def ganesha_wire(k: KernelHandle) -> bytes:
+    """The handle nfs-ganesha's VFS FSAL puts on the wire for ``k`` (NFSv4: unpadded)."""
+    type_len = 1 if 0 <= k.handle_type <= 0xFF else 2 if -0x8000 <= k.handle_type < 0x8000 else 4
+    order = "big" if k.big_endian else "little"
+    head = k.fsid_type | {1: 0x40, 2: 0x80, 4: 0xC0}[type_len]
+    opaque = bytes([head]) + k.fsid + k.handle_type.to_bytes(type_len, order, signed=type_len > 1) + k.f_handle
+    flags = GANESHA_FSAL_BIG_ENDIAN if k.big_endian else 0
+    return bytes([GANESHA_FH_VERSION, flags]) + (k.export_id or 0).to_bytes(2, "big") + bytes([len(opaque)]) + opaque
+
+
 def knfsd_handle(fh: bytes) -> KernelHandle | None:
     """The kernel handle inside a knfsd (Linux NFS server) handle, or None."""
     if len(fh) < 4 or fh[0] != 1 or fh[1] != 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from loupe_probes.nfswire.fhopen import (CachedOpener, Export, Exports, HandleOpener, KernelHandle, fs_key,
-                                         ganesha_exports, ganesha_handle, kernel_handle, knfsd_handle,
+                                         ganesha_exports, ganesha_handle, ganesha_wire, kernel_handle, knfsd_handle,
                                          knfsd_root_ino, name_to_handle_at, parse_expkeys, parse_mountinfo,
                                          why_off)
 
@@ -59,6 +59,7 @@ BODY = bytes(range(1, 13))  # a 12-byte kernel handle (xfs, btrfs: FILEID_INO32_
 def test_ganesha_handle_layouts(fh, kind):
     k = ganesha_handle(fh)
     assert (k.fsid_type, k.fsid, k.handle_type, k.f_handle, k.export_id, k.big_endian) == kind
+    assert ganesha_handle(ganesha_wire(k)) == k  # the encoder the tests and the bench use is its inverse
 
 
 @pytest.mark.parametrize("fh", [
@@ -340,9 +341,9 @@ def _require_caps():
 
 
 def _ganesha_wire(path: Path, export_id: int) -> bytes:
-    """The handle nfs-ganesha's VFS FSAL would give ``path`` (statfs fsid, 1-byte type)."""
+    """The handle nfs-ganesha's VFS FSAL would give ``path`` (statfs fsid)."""
     htype, body = name_to_handle_at(path)
-    return _ganesha(0x44, struct.pack("<Q", os.statvfs(path).f_fsid), bytes([htype]), body, export=export_id)
+    return ganesha_wire(KernelHandle("ganesha", 4, struct.pack("<Q", os.statvfs(path).f_fsid), htype, body, export_id))
 
 
 def _knfsd_wire(path: Path, root: Path) -> bytes:
