@@ -90,19 +90,25 @@ class NfsWireProbe(BpfProbe):
         self.by_handle: HandleOpener | None = None
         if opener is None:
             opener = self._handle_opener(exports, env("LOUPE_NFSWIRE_OPEN_BY_HANDLE", "1"),
-                                         float(env("LOUPE_NFSWIRE_OPEN_RATE") or 200))
+                                         env("LOUPE_NFSWIRE_OPEN_RATE") or "200")
         self.resolver = Resolver([e.partition("=")[0] for e in exports], opener=opener or None)
         self.stats = dict.fromkeys(STATS, 0)  # cumulative, from the kernel's `wire` counters
         self.attached: list[str] = []
 
-    def _handle_opener(self, exports: list[str], setting: str, rate: float) -> CachedOpener | None:
+    def _handle_opener(self, exports: list[str], setting: str, rate: str) -> CachedOpener | None:
+        try:
+            per_second = float(rate)
+        except ValueError:
+            per_second = 0.0
+        if not per_second > 0:
+            raise ValueError(f"LOUPE_NFSWIRE_OPEN_RATE must be a number of opens a second above 0, not {rate!r}")
         why = "turned off (LOUPE_NFSWIRE_OPEN_BY_HANDLE=0)" if setting.lower() in ("0", "off", "no", "false") \
             else why_off()
         if why:
             self.notes.append(f"files no binding names show as fh:<hash>: open_by_handle_at {why}")
             return None
         self.by_handle = HandleOpener(exports)
-        return CachedOpener(self.handle_bytes, self.by_handle, rate=rate)
+        return CachedOpener(self.handle_bytes, self.by_handle, rate=per_second)
 
     def prepare(self, obj: BpfObject) -> None:
         cfg = Config(port=self.port, mount_port=self.mount_port)
@@ -151,6 +157,8 @@ class NfsWireProbe(BpfProbe):
             vals = struct.unpack(f"<{len(STATS)}Q", w[0][1][:8 * len(STATS)])
             for n, v in zip(STATS, vals):
                 self.stats[n] += v
+        if self.by_handle is not None:
+            self.by_handle.fs.sweep()  # mount fds idle too long are closed even when nothing asks
         rows = []
         for kb, vb in drained.get("counts", ()):
             k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)

@@ -467,3 +467,24 @@ def test_a_file_the_kernel_cannot_name_is_not_named(tmp_path):
             op.close()
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("rate", ["abc", "0", "-5", "nan"])
+def test_a_bad_open_rate_is_refused_by_name(rate, monkeypatch):
+    from loupe_probes.nfswire import NfsWireProbe
+
+    monkeypatch.setenv("LOUPE_NFSWIRE_OPEN_RATE", rate)
+    with pytest.raises(ValueError, match="LOUPE_NFSWIRE_OPEN_RATE must be a number"):
+        NfsWireProbe("nas", ifaces=["lo"])
+
+
+@pytest.mark.parametrize("setting, on", [("0", False), ("off", False), ("1", True), ("", True)])
+def test_the_opener_can_be_turned_off(setting, on, monkeypatch):
+    from loupe_probes.nfswire import NfsWireProbe
+
+    _require_caps()
+    monkeypatch.setenv("LOUPE_NFSWIRE_OPEN_BY_HANDLE", setting)
+    p = NfsWireProbe("nas", ifaces=["lo"])
+    assert (p.by_handle is not None, p.resolver.opener is not None) == (on, on)
+    assert p.notes == ([] if on else ["files no binding names show as fh:<hash>: open_by_handle_at turned off "
+                                      "(LOUPE_NFSWIRE_OPEN_BY_HANDLE=0)"])
