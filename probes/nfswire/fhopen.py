@@ -15,6 +15,7 @@ and at most ``rate`` handles are opened per second.
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import re
 import struct
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..bpf.libbpf import capabilities
+
+log = logging.getLogger("loupe.nfswire")
 
 MAX_HANDLE_SZ = 128  # the kernel's limit on f_handle (fs/fhandle.c)
 CAP_DAC_READ_SEARCH = 2
@@ -281,9 +284,11 @@ class Filesystems:
                 continue
             index.setdefault(("dev", m.major, m.minor), m.path)
             try:
-                index.setdefault(("statfs", struct.pack("<Q", os.statvfs(m.path).f_fsid)), m.path)
+                fsid = os.statvfs(m.path).f_fsid
             except OSError:
                 continue
+            if fsid:  # 0 is shared by filesystems that have none: it names none of them
+                index.setdefault(("statfs", struct.pack("<Q", fsid)), m.path)
         self._index, self._read_at = index, self.clock()
 
     def _lookup(self, key: tuple) -> str | None:
@@ -625,7 +630,11 @@ class CachedOpener:
             self.deferred += 1
             return old[0] if old else None
         fh = self.fetch(h)
-        path = self.resolve(fh) if fh else None
+        try:
+            path = self.resolve(fh) if fh else None
+        except Exception:  # naming is best effort: a failure here must not cost the counts
+            log.exception("naming file handle %016x", h)
+            path = None
         if path is None:
             fails = old[2] + 1 if old is not None and old[0] is None else 0
             self.failed += 1

@@ -324,6 +324,16 @@ def test_opens_are_bounded_per_second():
     assert len(opened) == 125  # half a second refills half the budget
 
 
+def test_a_failing_resolver_costs_the_name_only(caplog):
+    clock = Clock()
+
+    def broken(fh: bytes) -> str:
+        raise RuntimeError("a bug")
+
+    c = CachedOpener(lambda h: b"x", broken, clock=clock)
+    assert c(5) is None and c.failed == 1 and "naming file handle 0000000000000005" in caplog.text
+
+
 def test_the_cache_is_bounded():
     clock = Clock()
     c, _ = _cached({}, clock, max_entries=10, rate=1000)
