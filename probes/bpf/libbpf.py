@@ -495,13 +495,20 @@ def kprobes_available() -> bool:
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 
 
-def has_bpf_caps(status: str | None = None) -> bool:
-    """Does this process hold what loading tracing BPF programs takes (since 5.8:
-    CAP_BPF + CAP_PERFMON; before, CAP_SYS_ADMIN)? Read from /proc/self/status CapEff."""
+def capabilities(status: str | None = None) -> int | None:
+    """This process's effective capability bits (/proc/self/status CapEff), or None."""
     try:
         text = status if status is not None else Path("/proc/self/status").read_text()
-        eff = next(int(line.split()[1], 16) for line in text.splitlines() if line.startswith("CapEff:"))
+        return next(int(line.split()[1], 16) for line in text.splitlines() if line.startswith("CapEff:"))
     except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def has_bpf_caps(status: str | None = None) -> bool:
+    """Does this process hold what loading tracing BPF programs takes (since 5.8:
+    CAP_BPF + CAP_PERFMON; before, CAP_SYS_ADMIN)?"""
+    eff = capabilities(status)
+    if eff is None:
         return os.geteuid() == 0
     has = lambda cap: bool(eff >> cap & 1)  # noqa: E731
     return has(CAP_SYS_ADMIN) or (has(CAP_BPF) and has(CAP_PERFMON))

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..bpf.libbpf import BpfError, BpfObject
 from ..bpf.probe import BpfProbe, hist_row
 from ..source import Collected
+from .fhopen import CachedOpener, HandleOpener, why_off
 from .names import Resolver
 from .wire import (STATS, Bind, Config, DirChunk, DirKey, Key, Val, client_addr, fh_hash, op_name,
                    parse_readdirplus, proto_name)
@@ -69,21 +70,45 @@ class NfsWireProbe(BpfProbe):
     def __init__(self, host: str, *, ifaces: Iterable[str] | None = None, port: int | None = None,
                  mount_port: int | None = None, exports: Iterable[str] | None = None, opener=None, **kw) -> None:
         """Unset arguments come from the agent's environment: LOUPE_NFSWIRE_IFACES and
-        LOUPE_NFSWIRE_EXPORTS (comma-separated), LOUPE_NFSWIRE_PORT (default 2049) and
-        LOUPE_NFSWIRE_MOUNT_PORT (the MOUNT service's port, whose replies name NFSv3
-        export roots; 0 = not decoded)."""
+        LOUPE_NFSWIRE_EXPORTS (comma-separated; an export is the path clients see, or
+        ``client=server`` when the directory on this host is elsewhere), LOUPE_NFSWIRE_PORT
+        (default 2049) and LOUPE_NFSWIRE_MOUNT_PORT (the MOUNT service's port, whose replies
+        name NFSv3 export roots; 0 = not decoded). Files no binding names are opened by
+        handle on this host (``fhopen``) unless ``opener`` is False or
+        LOUPE_NFSWIRE_OPEN_BY_HANDLE=0; LOUPE_NFSWIRE_OPEN_RATE bounds those opens per
+        second (default 200). ``opener`` may also be a callable: handle hash -> path."""
         super().__init__(host, **kw)
         env = os.environ.get
         if ifaces is None and env("LOUPE_NFSWIRE_IFACES"):
             ifaces = [i for i in env("LOUPE_NFSWIRE_IFACES", "").split(",") if i]
         if exports is None:
             exports = [e for e in env("LOUPE_NFSWIRE_EXPORTS", "").split(",") if e]
+        exports = list(exports)
         self.ifaces = list(ifaces) if ifaces is not None else None
         self.port = port if port is not None else int(env("LOUPE_NFSWIRE_PORT") or NFS_PORT)
         self.mount_port = mount_port if mount_port is not None else int(env("LOUPE_NFSWIRE_MOUNT_PORT") or 0)
-        self.resolver = Resolver(exports, opener=opener)
+        self.by_handle: HandleOpener | None = None
+        if opener is None:
+            opener = self._handle_opener(exports, env("LOUPE_NFSWIRE_OPEN_BY_HANDLE", "1"),
+                                         env("LOUPE_NFSWIRE_OPEN_RATE") or "200")
+        self.resolver = Resolver([e.partition("=")[0] for e in exports], opener=opener or None)
         self.stats = dict.fromkeys(STATS, 0)  # cumulative, from the kernel's `wire` counters
         self.attached: list[str] = []
+
+    def _handle_opener(self, exports: list[str], setting: str, rate: str) -> CachedOpener | None:
+        try:
+            per_second = float(rate)
+        except ValueError:
+            per_second = 0.0
+        if not per_second > 0:
+            raise ValueError(f"LOUPE_NFSWIRE_OPEN_RATE must be a number of opens a second above 0, not {rate!r}")
+        why = "turned off (LOUPE_NFSWIRE_OPEN_BY_HANDLE=0)" if setting.lower() in ("0", "off", "no", "false") \
+            else why_off()
+        if why:
+            self.notes.append(f"files no binding names show as fh:<hash>: open_by_handle_at {why}")
+            return None
+        self.by_handle = HandleOpener(exports)
+        return CachedOpener(self.handle_bytes, self.by_handle, rate=per_second)
 
     def prepare(self, obj: BpfObject) -> None:
         cfg = Config(port=self.port, mount_port=self.mount_port)
@@ -102,6 +127,11 @@ class NfsWireProbe(BpfProbe):
             raise BpfError(f"no network interface to attach to (asked for {', '.join(missing) or 'all'})")
         if missing:
             self.notes.append(f"interfaces not found: {', '.join(missing)}")
+
+    def close(self) -> None:
+        super().close()
+        if self.by_handle is not None:
+            self.by_handle.close()  # its mount fds; reopened if the probe starts again
 
     def handle_bytes(self, h: int) -> bytes | None:
         """The handle whose hash is ``h``, when the kernel still has it."""
@@ -127,6 +157,8 @@ class NfsWireProbe(BpfProbe):
             vals = struct.unpack(f"<{len(STATS)}Q", w[0][1][:8 * len(STATS)])
             for n, v in zip(STATS, vals):
                 self.stats[n] += v
+        if self.by_handle is not None:
+            self.by_handle.fs.sweep()  # mount fds idle too long are closed even when nothing asks
         rows = []
         for kb, vb in drained.get("counts", ()):
             k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)

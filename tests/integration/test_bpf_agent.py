@@ -110,7 +110,7 @@ def test_the_systemd_units_capabilities_are_all_the_bpf_probes_need(server_facto
     if not shutil.which("setpriv"):
         pytest.fail("setpriv (util-linux) is missing")
     caps = _unit_capabilities()
-    assert caps == ["CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN", "CAP_SYS_RESOURCE"]
+    assert caps == ["CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN", "CAP_SYS_RESOURCE", "CAP_DAC_READ_SEARCH"]
     s = server_factory("--no-local-agent")
     token = (tmp_path / "data" / "ingest.token").read_text().strip()
 
@@ -139,6 +139,12 @@ def test_the_systemd_units_capabilities_are_all_the_bpf_probes_need(server_facto
     # the NFS wire decoder's programs take the verifier some seconds: wait for it, not a fixed time
     src = agent(caps, lambda b: len(b) == 4 and all(x["state"] == "active" for x in b.values()))
     assert set(src) == {"bpf.disk", "bpf.cpu", "bpf.net", "bpf.nfswire"}
+    assert "open_by_handle_at" not in (src["bpf.nfswire"]["reason"] or "")  # it can name files by handle
+    # (the server shows the last agent's status until this one reports: wait for the reason itself)
+    src = agent([c for c in caps if c != "CAP_DAC_READ_SEARCH"],
+                lambda b: "open_by_handle_at" in (b.get("bpf.nfswire", {}).get("reason") or ""))
+    nfswire = src["bpf.nfswire"]
+    assert nfswire["state"] == "active" and "open_by_handle_at needs CAP_DAC_READ_SEARCH" in nfswire["reason"]
     src = agent([c for c in caps if c != "CAP_BPF"],
                 lambda b: all(x["state"] == "off" and "needs root" in (x["reason"] or "") for x in b.values()))
     assert len(src) == 4

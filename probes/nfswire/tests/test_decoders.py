@@ -111,10 +111,24 @@ def test_rebinding_moves_a_file_and_the_map_is_bounded():
     assert len(r.parents) == 3 and r.path(13) is None
 
 
-def test_opener_is_asked_when_no_binding():
-    asked = []
-    r = Resolver(opener=lambda h: asked.append(h) or "/srv/x")
-    assert r.file(77) == "/srv/x" and r.file(77) == "/srv/x" and asked == [77]  # cached
+OPENED = {106: "/export/opened", 300: "/"}  # what the opener names (open_by_handle_at on the server)
+
+
+@pytest.mark.parametrize("h, file, asked", [
+    (102, "/export/a/b.txt", []),             # bindings reach the root: the opener is not asked
+    (106, "/export/opened", [106]),           # no binding at all
+    (105, "/export/opened/orphan", [106]),    # bindings stop at 106: its opened path, then the names below
+    (999, fh_label(999), [999]),              # the opener cannot name it either
+    (107, fh_label(107), []),                 # a cycle: nothing to ask about
+    (301, "/top", [300]),                     # an opened root: no doubled slash
+])
+def test_opener_names_where_bindings_stop(h, file, asked):
+    seen = []
+    r = Resolver(["/export"], opener=lambda x: seen.append(x) or OPENED.get(x))
+    for c, p, n in BINDINGS + [(301, 300, "top")]:
+        r.bind(c, p, n)
+    assert (r.file(h), seen) == (file, asked)
+    assert r.path(h) == (file if not asked and not file.startswith("fh:") else None)  # path(): bindings only
 
 
 @pytest.mark.parametrize("exports, path, share", [

@@ -1,9 +1,11 @@
 """The NFS wire probe against a real nfs-ganesha and real clients in network
 namespaces: bytes by client and file are the files' sizes, op counts match an
-independent decode of a packet capture by tshark (Wireshark's dissectors)."""
+independent decode of a packet capture by tshark (Wireshark's dissectors), and
+files looked up before the probe started are named by open_by_handle_at."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -242,7 +244,6 @@ def test_pipelined_calls_are_all_decoded(tmp_path):
     """Many calls in flight on one connection: TSO/GRO hand tc segments holding
     dozens of records, and every one of them is counted (was: 8 per skb)."""
     _require_lab()
-    import json
 
     from loupe.lab import Ganesha, Lab
     from loupe_probes.nfswire import NfsWireProbe
@@ -281,3 +282,157 @@ def test_pipelined_calls_are_all_decoded(tmp_path):
     if segments_in:  # bpf_stats on: segments holding several calls are the case under test;
         # more calls than segments proves some held more than one (how many depends on load)
         assert calls > segments_in, (calls, segments_in)
+
+
+# ---------------------------------------------------------------- files named by open_by_handle_at
+# Clients look their files up BEFORE the probe is attached (so no name binding
+# crosses the wire while it watches), then read and write them: the probe names
+# the real paths, with exact ops and bytes. The same run with the opener off
+# shows ``fh:<hash>`` for the same handles, so the names came from the opener.
+
+SIZE, READS, WRITES = 4096, 5, 3
+V4_READ, V4_WRITE = 16384, 5000
+
+# An NFSv3 client (the lab's): `lookup PATH...` mounts and prints each path's handle;
+# `io RFH WFH` reads READS x SIZE bytes of one handle and writes WRITES x SIZE to the
+# other, on a new connection, with no MOUNT or LOOKUP.
+V3_CLIENT = f"""
+import json, struct, sys
+from loupe.lab.nfs3 import FILE_SYNC, NFS_PROG, READ, WRITE, connect, lookup, mount, opaque, rpc
+server, mount_port, port, mode, *args = sys.argv[1:]
+s = connect(server, int(port))
+if mode == "lookup":
+    root, out = mount(server, int(mount_port), "{EXPORT}"), {{}}
+    for path in args:
+        fh = root
+        for name in path.split("/"):
+            fh = lookup(s, 100 + len(out) * 10 + path.count("/"), fh, name)
+        out[path] = fh.hex()
+    print(json.dumps(out))
+else:
+    rfh, wfh = (bytes.fromhex(a) for a in args)
+    done = {{"read": 0, "write": 0}}
+    for i in range({READS}):
+        res = rpc(s, 1000 + i, NFS_PROG, 3, READ, opaque(rfh) + struct.pack(">QI", i * {SIZE}, {SIZE}))
+        at = 8 + (84 if struct.unpack_from(">I", res, 4)[0] else 0)  # status, post_op_attr
+        done["read"] += struct.unpack_from(">I", res, at)[0]
+    for i in range({WRITES}):
+        args = opaque(wfh) + struct.pack(">QII", i * {SIZE}, {SIZE}, FILE_SYNC) + opaque(bytes({SIZE}))
+        assert struct.unpack_from(">I", rpc(s, 2000 + i, NFS_PROG, 3, WRITE, args))[0] == 0
+        done["write"] += {SIZE}
+    print(json.dumps(done))
+"""
+
+# An NFSv4.1 client (nfs-rs) that opens its files, says "ready", and reads and
+# writes them once told to: on the wire, only PUTFH of handles it already has.
+V4_CLIENT = f"""
+import sys, nfs_rs
+with nfs_rs.Client.connect(sys.argv[1]) as cl:
+    r, w = cl.open("deep/r4.bin", "rb"), cl.open("w4.bin", "wb")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    n = len(r.read(8192)) + len(r.read(8192))
+    w.write(b"z" * {V4_WRITE})
+    w.flush()
+    r.close()
+    w.close()
+    print(n, flush=True)
+"""
+
+
+def _round(lab, g, opener) -> dict:
+    """Lookups first, then the probe, then the I/O; the probe's rows and handles."""
+    from loupe_probes.nfswire import NfsWireProbe
+
+    c = lab.clients[0]
+    v3 = [sys.executable, "-c", V3_CLIENT, g.bind_ip, str(g.mount_port), str(g.port)]
+    fhs = json.loads(c.run(*v3, "lookup", "deep/er/r3.bin", "w3.bin").stdout)
+    v4 = None
+    if _nfs_rs():
+        v4 = subprocess.Popen(c.cmd(sys.executable, "-c", V4_CLIENT, f"nfs://{g.bind_ip}{EXPORT}?version=4.1"),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert v4.stdout.readline().strip() == "ready", v4.communicate(timeout=30)
+    probe = NfsWireProbe("nas", ifaces=[lab.bridge], mount_port=g.mount_port, exports=[EXPORT], opener=opener)
+    try:
+        assert probe.start(), f"probe did not start: {probe.state}: {probe.reason}"
+        done = json.loads(c.run(*v3, "io", fhs["deep/er/r3.bin"], fhs["w3.bin"]).stdout)
+        assert done == {"read": READS * SIZE, "write": WRITES * SIZE}
+        if v4 is not None:
+            out, err = v4.communicate("go\n", timeout=60)
+            assert out.strip() == str(V4_READ), err
+        rows = probe.collect(int(time.time()))
+        kept = {int.from_bytes(k, "little"): bytes(v[8:8 + v[0]]) for k, v in probe.obj.map("fhs").items()}
+        return {"rows": rows[0][2] if rows else [], "v3_handles": fhs, "kept": kept, "stats": dict(probe.stats),
+                "opener": probe.resolver.opener, "notes": list(probe.notes)}
+    finally:
+        if v4 is not None and v4.poll() is None:
+            v4.kill()
+            v4.wait(10)
+        probe.close()
+
+
+@pytest.fixture(scope="module")
+def rounds():
+    _require_lab()
+    from loupe.lab import Ganesha, Lab
+
+    with Lab(clients=1) as lab, Ganesha(lab.server_ip, [EXPORT]) as g:
+        exp = g.export_dir(EXPORT)
+        (exp / "deep" / "er").mkdir(parents=True)
+        (exp / "deep" / "er" / "r3.bin").write_bytes(os.urandom(READS * SIZE))
+        (exp / "deep" / "r4.bin").write_bytes(os.urandom(V4_READ))
+        for name in ("w3.bin", "w4.bin"):
+            (exp / name).touch()
+        on = _round(lab, g, None)
+        off = _round(lab, g, False)
+        files = {p: exp / p for p in ("deep/er/r3.bin", "w3.bin", "deep/r4.bin", "w4.bin")}
+        from loupe_probes.nfswire.fhopen import name_to_handle_at
+
+        kernel = {p: name_to_handle_at(f) for p, f in files.items()}  # while the export directory exists
+    return {"on": on, "off": off, "kernel": kernel}
+
+
+def _io(rows) -> dict:
+    return {(r["dims"]["proto"], r["dims"]["op"], r["dims"]["file"]): (r["count"], r["bytes"])
+            for r in rows if r["dims"]["op"] in ("read", "write")}
+
+
+def _expect(name) -> dict:
+    want = {("v3", "read", name("deep/er/r3.bin")): (READS, READS * SIZE),
+            ("v3", "write", name("w3.bin")): (WRITES, WRITES * SIZE)}
+    if _nfs_rs():
+        want[("v4.1", "read", name("deep/r4.bin"))] = (2, V4_READ)
+        want[("v4.1", "write", name("w4.bin"))] = (1, V4_WRITE)
+    return want
+
+
+def test_files_looked_up_before_the_probe_are_named_by_the_opener(rounds):
+    on = rounds["on"]
+    assert _io(on["rows"]) == _expect(lambda p: f"{EXPORT}/{p}")
+    for r in on["rows"]:
+        assert not r["dims"]["file"].startswith("fh:"), r["dims"]
+        if r["dims"]["file"]:
+            assert r["dims"]["share"] == EXPORT
+    assert on["opener"].opened == len(_expect(str)) and on["notes"] == []
+    s = on["stats"]
+    assert s["desync"] == 0 and s["unmatched"] == 0 and s["partial"] == 0
+
+
+def test_with_the_opener_off_the_same_handles_show_as_fh(rounds):
+    from loupe_probes.nfswire.fhopen import kernel_handle
+    from loupe_probes.nfswire.names import fh_label
+    from loupe_probes.nfswire.wire import fh_hash
+
+    off, kernel = rounds["off"], rounds["kernel"]
+    assert off["opener"] is None
+    # each file's label: the hash of a wire handle the probe kept, holding that file's kernel handle
+    labels = {p: {fh_label(h) for h, b in off["kept"].items()
+                  if (k := kernel_handle(b)) and (k.handle_type, k.f_handle) == kernel[p]} for p in kernel}
+    got = _io(off["rows"])
+    assert len(got) == len(_expect(str))
+    for (proto, op, file), counts in _expect(lambda p: p).items():
+        match = [f for (pr, o, f) in got if (pr, o) == (proto, op) and f in labels[file]]
+        assert len(match) == 1 and got[(proto, op, match[0])] == counts, (proto, op, file, got)
+    v3 = {fh_label(fh_hash(bytes.fromhex(h))) for h in off["v3_handles"].values()}
+    assert v3 == {f for (pr, _, f) in got if pr == "v3"}  # the v3 client's own handles, hashed
+    assert all(r["dims"]["file"].startswith("fh:") or not r["dims"]["file"] for r in off["rows"])
