@@ -9,6 +9,7 @@ each kind, in ns. TCP sequence numbers advance like a real stream, so the
 per-flow state takes its steady-state path.
 
     python -m bench.nfswire_micro [--object probes/nfswire/nfswire.bpf.o] [--runs 3000]
+    python -m bench.nfswire_micro --object old.bpf.o --object new.bpf.o --runs 1000 --rounds 7 --save
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import statistics
 import struct
 import sys
+import time
 from pathlib import Path
 
 from bench.nfsload import ACCESS, GETATTR, NFS_PROG, READ, call_body, opaque
@@ -118,48 +120,87 @@ class Runner:
         self.obj.close()
 
 
-def measure(obj_path: Path = OBJECT, runs: int = 3000) -> dict:
-    r = Runner(obj_path)
-    try:
+KINDS = ("ack", "other_port", "getattr_call", "getattr_reply", "read_call", "read_reply_512", "calls_x16",
+         "replies_x16")
+
+
+class Stream:
+    """One object's programs fed a connection's packets; `round` times each kind `runs` times."""
+
+    def __init__(self, obj_path: Path) -> None:
+        self.r = Runner(obj_path)
         # open both directions' flows as a connection would (SYN on each side)
-        r.run("in", frame(CLIENT, SERVER, CPORT, 2049, r.cseq - 1, b"", 0x02))
-        r.run("out", frame(SERVER, CLIENT, 2049, CPORT, r.sseq - 1, b"", 0x12))
-        t: dict[str, list[int]] = {k: [] for k in ("ack", "other_port", "getattr_call", "getattr_reply",
-                                                   "read_call", "read_reply_512", "calls_x16", "replies_x16")}
-        xid = 1
+        self.r.run("in", frame(CLIENT, SERVER, CPORT, 2049, self.r.cseq - 1, b"", 0x02))
+        self.r.run("out", frame(SERVER, CLIENT, 2049, CPORT, self.r.sseq - 1, b"", 0x12))
+        self.xid, self.sent = 1, 0
+
+    def round(self, runs: int) -> dict[str, float]:
+        r, t = self.r, {k: [] for k in KINDS}
         for _ in range(runs):
             t["ack"].append(r.run("in", frame(CLIENT, SERVER, CPORT, 2049, r.cseq, b"", 0x10)))
             t["other_port"].append(r.run("in", frame(CLIENT, SERVER, 40000, 22, 1, b"y" * 100)))
-            xid += 1
-            t["getattr_call"].append(r.call(mark(call_msg(xid, GETATTR))))
-            t["getattr_reply"].append(r.reply(mark(reply_for(xid, GETATTR))))
-            xid += 1
-            t["read_call"].append(r.call(mark(call_msg(xid, READ))))
-            t["read_reply_512"].append(r.reply(mark(reply_for(xid, READ))))
+            self.xid += 1
+            t["getattr_call"].append(r.call(mark(call_msg(self.xid, GETATTR))))
+            t["getattr_reply"].append(r.reply(mark(reply_for(self.xid, GETATTR))))
+            self.xid += 1
+            t["read_call"].append(r.call(mark(call_msg(self.xid, READ))))
+            t["read_reply_512"].append(r.reply(mark(reply_for(self.xid, READ))))
             procs = [(GETATTR, ACCESS, READ)[i % 3] for i in range(16)]
-            xids = list(range(xid + 1, xid + 17))
-            xid += 16
+            xids = list(range(self.xid + 1, self.xid + 17))
+            self.xid += 16
             t["calls_x16"].append(r.call(b"".join(mark(call_msg(x, p)) for x, p in zip(xids, procs))))
             t["replies_x16"].append(r.reply(b"".join(mark(reply_for(x, p, 64)) for x, p in zip(xids, procs))))
-        st = r.stats()
-    finally:
-        r.close()
-    out = {k: statistics.median(v) for k, v in t.items()}
+        self.sent += runs * 18
+        return {k: statistics.median(v) for k, v in t.items()}
+
+    def in_sync(self) -> dict:
+        """Every call decoded and answered: the stream never lost sync."""
+        st = self.r.stats()
+        return {"calls_decoded": st["calls"], "replies_matched": st["replies"], "calls_sent": self.sent,
+                "in_sync": st["calls"] == self.sent and st["replies"] == self.sent and st["unmatched"] == 0
+                and st["desync"] == 0}
+
+
+def summary(rounds: list[dict[str, float]]) -> dict:
+    out = {k: statistics.median(r[k] for r in rounds) for k in KINDS}
     out["per_op_single"] = out["getattr_call"] + out["getattr_reply"]
     out["per_op_in_x16_segments"] = (out["calls_x16"] + out["replies_x16"]) / 16
-    # every call decoded and answered: the stream never lost sync
-    want = runs * 18
-    out["calls_decoded"], out["replies_matched"], out["calls_sent"] = st["calls"], st["replies"], want
-    out["in_sync"] = st["calls"] == want and st["replies"] == want and st["unmatched"] == 0 and st["desync"] == 0
     return out
+
+
+def measure(objects: list[Path], runs: int = 3000, rounds: int = 1) -> dict:
+    """Each object's median per kind; with several objects and rounds, their rounds
+    alternate, so that all see the same load on a shared machine (medians of rounds)."""
+    streams = [Stream(o) for o in objects]
+    try:
+        per: list[list[dict]] = [[] for _ in objects]
+        for i in range(rounds):
+            order = range(len(objects)) if i % 2 == 0 else reversed(range(len(objects)))
+            for j in order:
+                per[j].append(streams[j].round(runs))
+        return {str(o): {**summary(per[j]), **streams[j].in_sync(), "rounds": per[j]}
+                for j, o in enumerate(objects)}
+    finally:
+        for s in streams:
+            s.r.close()
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--object", type=Path, default=OBJECT)
-    p.add_argument("--runs", type=int, default=3000)
+    p.add_argument("--object", type=Path, action="append",
+                   help="a decoder object; repeat to compare objects in the same run (default: the built one)")
+    p.add_argument("--runs", type=int, default=3000, help="runs of each packet kind per round")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--save", action="store_true", help="also write bench/results/nfswire_micro-<UTC>.json")
     a = p.parse_args(argv)
-    print(json.dumps(measure(a.object, a.runs), indent=1))
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    res = measure(a.object or [OBJECT], a.runs, a.rounds)
+    print(json.dumps({o: {k: v for k, v in r.items() if k != "rounds"} for o, r in res.items()}, indent=1))
+    if a.save:
+        out = ROOT / "bench" / "results" / ("nfswire_micro-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")
+        out.write_text(json.dumps({"started": started, "runs": a.runs, "rounds": a.rounds, "results": res},
+                                  indent=1) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
 
