@@ -1220,6 +1220,41 @@ static __always_inline int looks_like_record(struct __sk_buff *skb, __u32 off, _
 	       (bpf_ntohl(h[4]) == RPC_NFS || bpf_ntohl(h[4]) == RPC_MOUNT);
 }
 
+/* `len` bytes at `off`: read in place when they lie in the skb's linear part
+ * (drivers and GRO put the headers there), else copied to `buf` (headers in
+ * fragments). The offset bound lets the verifier check the packet pointer. */
+static __always_inline void *hdr(struct __sk_buff *skb, __u32 off, void *buf, __u32 len)
+{
+	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
+	__u64 o = off;
+
+	OPAQUE(o);
+	if (o <= 128 && data + o + len <= data_end)
+		return data + o;
+	return bpf_skb_load_bytes(skb, off, buf, len) ? NULL : buf;
+}
+
+/* The record mark at `off`, -1 if unreadable: in place when in the linear part,
+ * which holds a segment's payload unless it came in page fragments (TSO/GRO
+ * super-packets). A global function: verified once, not in each of the record
+ * loop's iterations, which would pass the verifier's 1M-instruction bound. */
+__noinline __s64 nfsw_mark(struct __sk_buff *skb, __u32 off)
+{
+	__u8 *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end, *b;
+	__u64 o = off;
+	__u32 m;
+
+	OPAQUE(o);
+	if (o < 0xfff0) {	/* the verifier's bound on a packet offset (MAX_PACKET_OFF) */
+		b = data + o;
+		if (b + 4 <= data_end)
+			return ((__u32)b[0] << 24) | ((__u32)b[1] << 16) | ((__u32)b[2] << 8) | b[3];
+	}
+	if (bpf_skb_load_bytes(skb, off, &m, 4))
+		return -1;
+	return bpf_ntohl(m);
+}
+
 static __always_inline void handle(struct __sk_buff *skb, int reply)
 {
 	struct scratch *S = get_scratch();
@@ -1227,8 +1262,9 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 	struct flowkey fk = {};
 	struct flowstate *st;
 	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq, next, cont, i;
-	__u16 proto = bpf_ntohs(skb->protocol), eth, port = 2049, mport = 0, sport, dport;
-	__u8 tcp[20];
+	__u16 proto = bpf_ntohs(skb->protocol), port = 2049, mport = 0, sport, dport;
+	__u8 tcpbuf[20], *tcp;
+	__u16 ebuf[3], *eth;
 	int family;
 
 	if (!S || (proto != ETH_P_IP && proto != ETH_P_IPV6))
@@ -1240,38 +1276,38 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 		mport = cfg->mount_port;
 	}
 	/* tc sees the MAC header on Ethernet-like devices; none on L3 devices (tun) */
-	if (bpf_skb_load_bytes(skb, 12, &eth, 2) == 0) {
-		eth = bpf_ntohs(eth);
-		if (eth == proto)
+	eth = hdr(skb, 12, ebuf, sizeof(ebuf));
+	if (eth) {
+		if (bpf_ntohs(eth[0]) == proto)
 			l3 = 14;
-		else if (eth == ETH_P_8021Q && bpf_skb_load_bytes(skb, 16, &eth, 2) == 0 && bpf_ntohs(eth) == proto)
+		else if (bpf_ntohs(eth[0]) == ETH_P_8021Q && bpf_ntohs(eth[2]) == proto)
 			l3 = 18;
 	}
 	if (proto == ETH_P_IP) {
-		struct iphdr ip;
+		struct iphdr ipbuf, *ip = hdr(skb, l3, &ipbuf, sizeof(ipbuf));
 
-		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP ||
-		    (bpf_ntohs(ip.frag_off) & 0x3fff) || ip.ihl < 5)
+		if (!ip || ip->protocol != IPPROTO_TCP || (bpf_ntohs(ip->frag_off) & 0x3fff) || ip->ihl < 5)
 			return;
 		family = 4;
-		l4 = l3 + ip.ihl * 4;
+		l4 = l3 + ip->ihl * 4;
 		/* BIG TCP GSO packets carry tot_len 0 (Linux 6.3, commit 09f3d1a3a52c) */
-		end = ip.tot_len ? l3 + bpf_ntohs(ip.tot_len) : skb->len;
-		__builtin_memcpy(reply ? fk.saddr : fk.caddr, &ip.saddr, 4);
-		__builtin_memcpy(reply ? fk.caddr : fk.saddr, &ip.daddr, 4);
+		end = ip->tot_len ? l3 + bpf_ntohs(ip->tot_len) : skb->len;
+		__builtin_memcpy(reply ? fk.saddr : fk.caddr, &ip->saddr, 4);
+		__builtin_memcpy(reply ? fk.caddr : fk.saddr, &ip->daddr, 4);
 	} else {
-		struct ipv6hdr ip6;
+		struct ipv6hdr ip6buf, *ip6 = hdr(skb, l3, &ip6buf, sizeof(ip6buf));
 
-		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) || ip6.nexthdr != IPPROTO_TCP)
+		if (!ip6 || ip6->nexthdr != IPPROTO_TCP)
 			return;	/* extension headers are not followed */
 		family = 6;
 		l4 = l3 + 40;
 		/* BIG TCP for IPv6 sends payload_len 0 (Linux 5.19, commit 7c96d8ec96bb) */
-		end = ip6.payload_len ? l4 + bpf_ntohs(ip6.payload_len) : skb->len;
-		__builtin_memcpy(reply ? fk.saddr : fk.caddr, &ip6.saddr, 16);
-		__builtin_memcpy(reply ? fk.caddr : fk.saddr, &ip6.daddr, 16);
+		end = ip6->payload_len ? l4 + bpf_ntohs(ip6->payload_len) : skb->len;
+		__builtin_memcpy(reply ? fk.saddr : fk.caddr, &ip6->saddr, 16);
+		__builtin_memcpy(reply ? fk.caddr : fk.saddr, &ip6->daddr, 16);
 	}
-	if (bpf_skb_load_bytes(skb, l4, tcp, sizeof(tcp)))
+	tcp = hdr(skb, l4, tcpbuf, sizeof(tcpbuf));
+	if (!tcp)
 		return;
 	sport = ((__u16)tcp[0] << 8) | tcp[1];
 	dport = ((__u16)tcp[2] << 8) | tcp[3];
@@ -1342,9 +1378,11 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 			stat(ST_PARTIAL);
 			goto lost;
 		}
-		if (bpf_skb_load_bytes(skb, poff + d, &mark, 4))
+		__s64 m = nfsw_mark(skb, poff + d);
+
+		if (m < 0)
 			return;
-		mark = bpf_ntohl(mark);
+		mark = m;
 		flen = mark & 0x7fffffff;
 		if (flen < 4 || flen > MAX_RECORD) {
 			stat(ST_DESYNC);
