@@ -150,7 +150,7 @@ struct scratch {
 	__u32 ravail;	/* bytes of this record in this skb from roff */
 	__u32 pos;
 	__u64 cur, saved;
-	__u64 now;	/* bpf_ktime_get_ns() of this record */
+	__u64 now;	/* bpf_ktime_get_ns() of this packet; 0 until a record needs it */
 	__u64 bytes;
 	__u32 name_active;
 	__u32 rnops;
@@ -296,6 +296,14 @@ static __always_inline struct scratch *get_scratch(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/* One clock read per packet, not per record: the records of a segment arrived
+ * together, and the clock is a good part of a record's cost (kvm-clock in a VM). */
+static __always_inline void packet_time(struct scratch *S)
+{
+	if (!S->now)
+		S->now = bpf_ktime_get_ns();
 }
 
 /* ---------------------------------------------------------------- XDR reads */
@@ -654,7 +662,7 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 	p += 8 + PAD4(n);
 
 	__builtin_memset(&S->call, 0, sizeof(S->call));
-	S->now = bpf_ktime_get_ns();
+	packet_time(S);
 	S->call.ts = S->now;
 	S->call.rw_idx = NO_RW;
 	S->call.proc = proc;
@@ -1052,7 +1060,7 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 		__builtin_memcpy(&S->call, c, sizeof(S->call));
 		bpf_map_delete_elem(&pending, &S->xk);
 	}
-	S->now = bpf_ktime_get_ns();
+	packet_time(S);
 	lat = S->now - S->call.ts;
 	S->name_active = 0;
 	if (S->call.flags & F_NAME) {
@@ -1353,6 +1361,7 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 		next = seq;
 		cont = 0;
 	}
+	S->now = 0;
 	__builtin_memcpy(S->xk.addr, fk.caddr, 16);
 	S->xk.port = fk.cport;
 	S->xk.family = family;
