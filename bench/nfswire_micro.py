@@ -2,7 +2,7 @@
 
 Crafted Ethernet/IPv4/TCP frames run through the decoder's tc programs in the
 kernel, without attaching them anywhere: a pure ACK to port 2049, a segment of
-another port, a GETATTR call and its reply, a READ reply with data, and a
+another port, a GETATTR call and its reply, READ replies with 512 and 2048 bytes of data, and a
 segment of 16 pipelined calls and one of 16 replies (what TSO/GRO hand to tc
 under load). The kernel times each run; we report the median of many runs of
 each kind, in ns. TCP sequence numbers advance like a real stream, so the
@@ -120,8 +120,8 @@ class Runner:
         self.obj.close()
 
 
-KINDS = ("ack", "other_port", "getattr_call", "getattr_reply", "read_call", "read_reply_512", "calls_x16",
-         "replies_x16")
+KINDS = ("ack", "other_port", "getattr_call", "getattr_reply", "read_call", "read_reply_512", "read_reply_2k",
+         "calls_x16", "replies_x16")
 
 
 class Stream:
@@ -145,12 +145,15 @@ class Stream:
             self.xid += 1
             t["read_call"].append(r.call(mark(call_msg(self.xid, READ))))
             t["read_reply_512"].append(r.reply(mark(reply_for(self.xid, READ))))
+            self.xid += 1
+            r.call(mark(call_msg(self.xid, READ)))
+            t["read_reply_2k"].append(r.reply(mark(reply_for(self.xid, READ, 2048))))
             procs = [(GETATTR, ACCESS, READ)[i % 3] for i in range(16)]
             xids = list(range(self.xid + 1, self.xid + 17))
             self.xid += 16
             t["calls_x16"].append(r.call(b"".join(mark(call_msg(x, p)) for x, p in zip(xids, procs))))
             t["replies_x16"].append(r.reply(b"".join(mark(reply_for(x, p, 64)) for x, p in zip(xids, procs))))
-        self.sent += runs * 18
+        self.sent += runs * 19
         return {k: statistics.median(v) for k, v in t.items()}
 
     def in_sync(self) -> dict:
