@@ -192,29 +192,31 @@ def decode(body: bytes) -> tuple[IngestRequest, list[ArrowFrame]]:
     buf = pa.py_buffer(body)
     request: dict | None = None
     frames: list[ArrowFrame] = []
-    for k, (start, end, batches) in enumerate(split_streams(body)):
+    for k, (start, end, _) in enumerate(split_streams(body)):
         try:
             reader = pa.ipc.open_stream(buf.slice(start, end - start))
             meta = reader.schema.metadata or {}
             records = list(reader)
-        except pa.ArrowException as e:
+            if REQUEST_KEY in meta:
+                if k:
+                    raise FrameError([_error(("streams", k, "loupe.request"), "only the first stream carries the "
+                                                                              "request's fields")])
+                request = _metadata_json(meta, REQUEST_KEY, ("request",), dict)
+            if FRAMES_KEY not in meta:
+                raise FrameError([_error(("streams", k, "loupe.frames"), "missing from the schema's metadata: one "
+                                                                         "frame header per record batch")])
+            headers = _metadata_json(meta, FRAMES_KEY, ("streams", k, "loupe.frames"), list)
+            if len(headers) != len(records):
+                raise FrameError([_error(("streams", k, "loupe.frames"), f"{len(headers)} frame headers for "
+                                                                         f"{len(records)} record batches")])
+            if not records and k:
+                raise FrameError([_error(("streams", k), "a stream after the first must hold frames")])
+            for header, batch in zip(headers, records):
+                frames.append(_frame(len(frames), header, batch))
+        except (pa.ArrowException, OSError) as e:  # pyarrow raises a plain OSError for its IOError status
             raise StreamError(f"stream {k} (bytes {start}..{end}) is not valid Arrow IPC: {e}") from None
-        if REQUEST_KEY in meta:
-            if k:
-                raise FrameError([_error(("streams", k, "loupe.request"), "only the first stream carries the "
-                                                                          "request's fields")])
-            request = _metadata_json(meta, REQUEST_KEY, ("request",), dict)
-        if FRAMES_KEY not in meta:
-            raise FrameError([_error(("streams", k, "loupe.frames"), "missing from the schema's metadata: one "
-                                                                     "frame header per record batch")])
-        headers = _metadata_json(meta, FRAMES_KEY, ("streams", k, "loupe.frames"), list)
-        if len(headers) != len(records):
-            raise FrameError([_error(("streams", k, "loupe.frames"), f"{len(headers)} frame headers for "
-                                                                     f"{len(records)} record batches")])
-        if not records and k:
-            raise FrameError([_error(("streams", k), "a stream after the first must hold frames")])
-        for header, batch in zip(headers, records):
-            frames.append(_frame(len(frames), header, batch))
+        except UnicodeDecodeError:  # pyarrow decodes field names (nested ones too) when asked for them
+            raise StreamError(f"stream {k} (bytes {start}..{end}): a field name is not UTF-8") from None
     if request and "frames" in request:
         raise FrameError([_error(("request", "frames"), "frames are record batches, not request fields")])
     try:
@@ -249,7 +251,7 @@ def _frame(i: int, header, batch: pa.RecordBatch) -> ArrowFrame:
             raise bad(name, "a column appears twice")
         try:
             col.validate(full=True)
-        except pa.ArrowException as e:
+        except (pa.ArrowException, OSError) as e:
             raise bad(name, f"invalid column data: {e}") from None
         t = col.type
         if name in dims:
