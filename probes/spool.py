@@ -277,6 +277,16 @@ class Spool(FrameQueue):
     def __str__(self) -> str:
         return f"spool {self.dir}"
 
+    @classmethod
+    def pending(cls, directory: str | Path) -> list[Queued]:
+        """The frames waiting in the spool at ``directory`` (``<state dir>/spool``), oldest first;
+        it is opened, so not while an agent uses it."""
+        spool = cls(directory, 1 << 62)
+        try:
+            return list(spool)
+        finally:
+            spool.close()
+
     # ------------------------------------------------------------------ open
     def _path(self, n: int) -> Path:
         return self.dir / f"{n:012d}.seg"
