@@ -197,6 +197,8 @@ def decode(body: bytes) -> tuple[IngestRequest, list[ArrowFrame]]:
             reader = pa.ipc.open_stream(buf.slice(start, end - start))
             meta = reader.schema.metadata or {}
             records = list(reader)
+            for batch in records:  # the shape (every column as long as the batch); values per column below
+                batch.validate()
             if REQUEST_KEY in meta:
                 if k:
                     raise FrameError([_error(("streams", k, "loupe.request"), "only the first stream carries the "
@@ -262,7 +264,8 @@ def _frame(i: int, header, batch: pa.RecordBatch) -> ArrowFrame:
             col = col.cast(pa.string()) if col.type != pa.string() else col
             if col.null_count:
                 raise bad(name, "a dimension holds no nulls (an absent value is \"\")")
-            if n and pc.max(pc.binary_length(col)).as_py() > MAX_DIM_LEN:  # bytes >= characters
+            # bytes >= characters, and the offsets say how many bytes each value has
+            if n and np.diff(np.frombuffer(col.buffers()[1], np.int32, n + 1, col.offset * 4)).max() > MAX_DIM_LEN:
                 long = pc.greater(pc.utf8_length(col), MAX_DIM_LEN)
                 if pc.any(long).as_py():
                     raise bad(name, f"value {pc.index(long, True).as_py()} is longer than {MAX_DIM_LEN} characters")

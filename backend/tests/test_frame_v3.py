@@ -179,7 +179,8 @@ def raw(table: pa.Table, metadata: dict) -> bytes:
 
 GOOD = one(pa.table({"client": ["a", "b"], "count": pa.array([1, 2], pa.int64())}))
 COUNT = pa.table({"count": [1]})
-STRINGS = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)), pa.py_buffer(b"\xff\xfe")])
+STRINGS = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)),
+                                                 pa.py_buffer(b"\xff\xfe")])
 
 
 def _delta_dictionaries() -> bytes:
@@ -251,8 +252,8 @@ BAD = [
      "frames.0.op: frame 0 (seq 1): a column appears twice"),
     ("too many rows", one(pa.table({"count": pa.array(np.zeros(200_001, np.int8))})), 422,
      "frames.0: frame 0 (seq 1): 200001 rows; at most 200000 per frame"),
-    ("the second frame bad", pyarrow_body([(H, pa.table({"count": [1]})), ({**H, "seq": 9}, pa.table({"count": [-1]}))]),
-     422, "frames.1.count: frame 1 (seq 9): value -1"),
+    ("the second frame bad", pyarrow_body([(H, COUNT), ({**H, "seq": 9}, pa.table({"count": [-1]}))]), 422,
+     "frames.1.count: frame 1 (seq 9): value -1"),
     ("a request field wrong", one(pa.table({"count": [1]}), request={"stats": {"cpu_pct": -1, "rss_bytes": 0}}), 422,
      "request.stats.cpu_pct"),
     ("frames among the request's fields", one(pa.table({"count": [1]}), request={"frames": []}), 422,

@@ -722,28 +722,41 @@ class DuckDBStore(Store):
         fd = fam.fold_dim
         if not fd or n <= self.top_files:
             return table, 0
-        count = table.column("count").to_numpy()
-        weight = np.where(count > 0, count, 1)
-        per_file = pa.table({"f": cols[fd], "w": weight}).group_by("f").aggregate([("w", "sum")])
-        if per_file.num_rows <= self.top_files:
+        files = pc.dictionary_encode(cols[fd])
+        if len(files.dictionary) <= self.top_files:
             return table, 0
-        top = pc.sort_indices(per_file, sort_keys=[("w_sum", "descending"), ("f", "ascending")])[: self.top_files]
-        keep = pc.is_in(cols[fd], value_set=per_file.column("f").take(top))
-        return pa.concat_tables([table.filter(keep), self._fold(fam, table.filter(pc.invert(keep)))]), \
-            n - pc.sum(keep).as_py()
+        # Numpy over the file codes: a few compute calls cost more than the work at these sizes.
+        code = files.indices.to_numpy()
+        count = table.column("count").to_numpy()
+        weight = np.zeros(len(files.dictionary), dtype=np.int64)
+        np.add.at(weight, code, np.where(count > 0, count, 1))
+        by_name = np.empty(len(weight), dtype=np.int64)
+        by_name[pc.sort_indices(files.dictionary).to_numpy()] = np.arange(len(weight))
+        kept = np.zeros(len(weight), dtype=bool)
+        kept[np.lexsort((by_name, -weight))[: self.top_files]] = True  # most events first, then by name
+        keep = kept[code]
+        return pa.concat_tables([table.filter(keep), self._fold(fam, table.filter(~keep))]), int(n - keep.sum())
 
     @staticmethod
     def _fold(fam: Family, t: pa.Table) -> pa.Table:
         """Rows of files beyond the top K, as one row per combination of the other dimensions
         with file FILE_OTHER: measures and histogram buckets summed."""
         fd = fam.fold_dim
-        keys = [d for d in fam.dims if d != fd]
+        keys = [d for d in fam.dims if d not in (fd, "host")]  # t is one frame's: one host
         # One group id per row from the codes of its other dimensions (any label may hold any
-        # character, so no joining them with a separator), renumbered after each dimension.
-        gid = np.zeros(t.num_rows, dtype=np.int64)
+        # character, so no joining them with a separator): the codes as digits of one number,
+        # renumbered only when the next digit could overflow it; a constant dimension adds none.
+        gid, size = np.zeros(t.num_rows, dtype=np.int64), 1
         for k in keys:
             enc = pc.dictionary_encode(t.column(k)).combine_chunks()
-            gid = np.unique(gid * len(enc.dictionary) + enc.indices.to_numpy(), return_inverse=True)[1].ravel()
+            if len(enc.dictionary) <= 1:
+                continue
+            if size * len(enc.dictionary) >= 2**62:
+                uniq, gid = np.unique(gid, return_inverse=True)
+                gid, size = gid.ravel(), len(uniq)
+            gid = gid * len(enc.dictionary) + enc.indices.to_numpy()
+            size *= len(enc.dictionary)
+        gid = np.unique(gid, return_inverse=True)[1].ravel()
         g = int(gid.max()) + 1 if len(gid) else 0
         first = np.full(g, len(gid), dtype=np.int64)
         np.minimum.at(first, gid, np.arange(len(gid)))
