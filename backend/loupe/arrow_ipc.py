@@ -152,7 +152,10 @@ def schema_message(fields: list[tuple[str, str]], metadata: dict[str, str]) -> b
 def _utf8(values) -> tuple[np.ndarray, bytes]:
     """Offsets and bytes of a string column; ASCII (the usual case) without a loop in Python."""
     values = values.tolist() if isinstance(values, np.ndarray) else values
-    joined = "".join(values)
+    try:
+        joined = "".join(values)
+    except TypeError:
+        raise ValueError("a dimension's values must be strings") from None
     data = joined.encode("utf-8", "replace")
     if len(data) == len(joined):  # every character one byte: lengths are the str lengths
         lengths = np.fromiter(map(len, values), np.int64, len(values))
@@ -167,7 +170,8 @@ def _utf8(values) -> tuple[np.ndarray, bytes]:
 def encode_part(family: str, cols: dict) -> bytes:
     """Version-2 columns (lists or numpy arrays, see :mod:`loupe.frame`) -> a frame's part:
     ``u32 header length | header JSON | RecordBatch message``. Raises ValueError for what
-    Arrow cannot hold (a measure beyond int64, a bucket beyond int16)."""
+    these Arrow types cannot hold (a dimension value not a string, a measure beyond int64,
+    a bucket beyond int16): such a frame goes as JSON, for the server to name the problem."""
     n = int(cols["n"])
     fields: list[tuple[str, str]] = []
     nodes: list[tuple[int, int]] = []

@@ -159,6 +159,8 @@ def test_the_writer_round_trips_through_pyarrow_and_back():
                                                                                            "lat_sum")}
     with pytest.raises(ValueError, match="does not fit in int64"):
         encode_part("nfs", {"n": 1, "count": [2**64]})
+    with pytest.raises(ValueError, match="must be strings"):
+        encode_part("nfs", {"n": 2, "dims": {"op": ["read", 7]}})
 
 
 # ---------------------------------------------------------------------- bad bodies
