@@ -21,10 +21,11 @@ status under the host of its frames). Frames are version 3 (Arrow IPC, written b
 :mod:`loupe.arrow_ipc` when the frame is made: the server validates whole columns);
 a server that does not read version 3 (it answers 415, or, before version 3 existed,
 422 for the body as a whole) gets version-2 JSON for the next ``json_fallback`` seconds
-(10 minutes), queued Arrow frames converted as they go, and the switch is logged once. Connection errors and 5xx keep them queued and retry
-with exponential backoff; when the queue is full (``max_queue_bytes``) the oldest
-frames are dropped and counted. A 4xx will never succeed: its ``detail`` is logged and those frames are
-dropped; for 413/422 the batch is halved first so one bad frame costs only itself.
+(10 minutes), queued Arrow frames converted as they go, and the switch is logged once.
+Connection errors and 5xx keep them queued and retry with exponential backoff; when
+the queue is full (``max_queue_bytes``) the oldest frames are dropped and counted. A
+4xx will never succeed: its ``detail`` is logged and those frames are dropped; for
+413/422 the batch is halved first so one bad frame costs only itself.
 
 With a state dir the queue is an on-disk spool (:mod:`.spool`, ``<state dir>/spool``):
 frames still queued when the process stops, even by ``kill -9``, are sent first

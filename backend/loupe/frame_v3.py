@@ -109,19 +109,18 @@ class _Table:
         return None if at is None else _Table(self.buf, at + self._read("<I", at))
 
 
-def split_streams(body: bytes) -> list[tuple[int, int, int]]:
-    """(start, end, record batches) of each IPC stream in the body, checked message by message
+def split_streams(body: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each IPC stream in the body, checked message by message
     before pyarrow reads any: every stream whole and ended by its end-of-stream marker, a Schema
     message first, no compressed buffers (a small body could decompress into gigabytes), no
     delta dictionaries, at most MAX_FRAMES record batches in all."""
     if not body:
         raise StreamError(f"the body is empty: {MEDIA_TYPE} needs at least one IPC stream")
     view, size = memoryview(body), len(body)
-    streams: list[tuple[int, int, int]] = []
+    streams: list[tuple[int, int]] = []
     pos = frames = 0
     while pos < size:
-        start, batches = pos, 0
-        k = len(streams)
+        start, k = pos, len(streams)
         while True:
             if size - pos < 8:
                 raise StreamError(f"stream {k} is cut short at byte {pos}: no end-of-stream marker")
@@ -136,9 +135,11 @@ def split_streams(body: bytes) -> list[tuple[int, int, int]]:
                 raise StreamError(f"stream {k} is cut short: the message at byte {pos} declares {meta_len} "
                                   f"bytes of metadata, {size - pos - 8} remain")
             try:
-                kind, body_len = _message_kind(view[pos + 8:meta_end], first=pos == start)
+                kind, body_len = _message_kind(view[pos + 8:meta_end])
             except struct.error:
                 raise StreamError(f"stream {k}: unreadable message metadata at byte {pos}") from None
+            except StreamError as e:
+                raise StreamError(f"stream {k}, the message at byte {pos}: {e}") from None
             if body_len < 0 or meta_end + body_len > size:
                 raise StreamError(f"stream {k} is cut short: the message at byte {pos} declares a body of "
                                   f"{body_len} bytes, {size - meta_end} remain")
@@ -146,16 +147,15 @@ def split_streams(body: bytes) -> list[tuple[int, int, int]]:
                 raise StreamError(f"stream {k}: " + ("a stream starts with a Schema message" if pos == start
                                                      else f"a second Schema message at byte {pos}"))
             if kind == _RECORD_BATCH:
-                batches += 1
                 frames += 1
                 if frames > MAX_FRAMES:
                     raise FrameError([_error(("frames",), f"more than {MAX_FRAMES} frames in one request")])
             pos = meta_end + body_len
-        streams.append((start, pos, batches))
+        streams.append((start, pos))
     return streams
 
 
-def _message_kind(meta: memoryview, first: bool) -> tuple[int, int]:
+def _message_kind(meta: memoryview) -> tuple[int, int]:
     """(header type, body length) of one message's flatbuffer; refuses what split_streams refuses."""
     msg = _Table(meta, struct.unpack_from("<I", meta, 0)[0])
     kind, body_len = msg.scalar(1, "<B", 0), msg.scalar(3, "<q", 0)
@@ -192,7 +192,7 @@ def decode(body: bytes) -> tuple[IngestRequest, list[ArrowFrame]]:
     buf = pa.py_buffer(body)
     request: dict | None = None
     frames: list[ArrowFrame] = []
-    for k, (start, end, _) in enumerate(split_streams(body)):
+    for k, (start, end) in enumerate(split_streams(body)):
         try:
             reader = pa.ipc.open_stream(buf.slice(start, end - start))
             meta = reader.schema.metadata or {}
@@ -280,8 +280,8 @@ def _frame(i: int, header, batch: pa.RecordBatch) -> ArrowFrame:
     return out
 
 
-def _counts(col: pa.Array, bad, name: str, what: str) -> np.ndarray:
-    """An integer column of values in 0..MAX_VALUE, as int64."""
+def _counts(col: pa.Array, bad, name: str, what: str, unit: str = "row") -> np.ndarray:
+    """An integer column of values in 0..MAX_VALUE, as int64; an error names the ``unit`` (row or entry)."""
     if not pa.types.is_integer(col.type):
         raise bad(name, f"{what} is an integer column, not {col.type}")
     if col.null_count:
@@ -289,12 +289,12 @@ def _counts(col: pa.Array, bad, name: str, what: str) -> np.ndarray:
     raw = col.to_numpy(zero_copy_only=False)
     if raw.dtype == np.uint64 and (raw > np.uint64(MAX_VALUE)).any():
         at = int(np.flatnonzero(raw > np.uint64(MAX_VALUE))[0])
-        raise bad(name, f"value {int(raw[at])} at row {at} is above 2**62")
+        raise bad(name, f"value {int(raw[at])} at {unit} {at} is above 2**62")
     vals = raw.astype(np.int64, copy=False)
     for wrong, why in ((vals < 0, "below 0"), (vals > MAX_VALUE, "above 2**62")):
         if wrong.any():
             at = int(np.flatnonzero(wrong)[0])
-            raise bad(name, f"value {int(vals[at])} at row {at} is {why}")
+            raise bad(name, f"value {int(vals[at])} at {unit} {at} is {why}")
     return vals
 
 
@@ -305,6 +305,8 @@ def _histogram(col: pa.Array, spec, bad, name: str) -> tuple[np.ndarray, np.ndar
         raise bad(name, f"a histogram is a map<integer bucket exponent, integer events> column, not {t}")
     if col.null_count:
         raise bad(name, "a histogram holds no nulls (an empty map is no events)")
+    if not len(col):  # its offsets buffer may be empty: nothing to read
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     # Arrays read from IPC start at offset 0, and full validation checked the offsets; pyarrow's
     # list kernels are not used on maps (some abort the process on a map argument).
     offsets = col.offsets.to_numpy()
@@ -313,7 +315,7 @@ def _histogram(col: pa.Array, spec, bad, name: str) -> tuple[np.ndarray, np.ndar
     if items.null_count:
         raise bad(name, "a histogram's event counts hold no nulls")
     buckets = col.keys.slice(lo, hi - lo).to_numpy(zero_copy_only=False).astype(np.int64)
-    counts = _counts(items, bad, name, "a histogram's event count")
+    counts = _counts(items, bad, name, "a histogram's event count", "entry")
     wrong = (buckets < spec.lo) | (buckets > spec.hi)
     if wrong.any():
         raise bad(name, f"bucket {int(buckets[wrong][0])} outside declared bounds {spec.lo}..{spec.hi}")

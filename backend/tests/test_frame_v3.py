@@ -242,7 +242,7 @@ BAD = [
     ("a bucket out of bounds", one(pa.table({"latency": pa.array([[(99, 1)]], pa.map_(pa.int8(), pa.int64()))})),
      422, "frames.0.latency: frame 0 (seq 1): bucket 99 outside declared bounds 10..35"),
     ("negative events", one(pa.table({"size": pa.array([[(12, -4)]], pa.map_(pa.int8(), pa.int64()))})), 422,
-     "frames.0.size: frame 0 (seq 1): value -4 at row 0 is below 0"),
+     "frames.0.size: frame 0 (seq 1): value -4 at entry 0 is below 0"),
     ("a histogram as a list", one(pa.table({"latency": [[14, 20]]})), 422, "a histogram is a map<integer bucket "
                                                                           "exponent, integer events> column"),
     ("a null histogram row", one(pa.table({"latency": pa.array([None], pa.map_(pa.int8(), pa.int64()))})), 422,
