@@ -68,8 +68,8 @@ from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .catalog import FAMILIES, HISTOGRAMS
 from .arrow_ipc import MEDIA_TYPE as ARROW_MEDIA_TYPE
+from .catalog import FAMILIES, HISTOGRAMS
 from .columns import rows_to_columns  # noqa: F401  (re-exported: the v2 encoder)
 
 FRAME_VERSION = 1  # versions read: 1 (rows) and 2 (columns) as JSON, 3 as Arrow IPC (frame_v3)
