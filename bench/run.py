@@ -1,11 +1,11 @@
-"""make bench: ingest, query, live-latency and storage benchmarks of the real store.
+"""make bench: ingest, request-body, query, live-latency and storage benchmarks of the real store.
 
 Results go to bench/results/<UTC timestamp>.json and docs/PERFORMANCE.md quotes them.
 Every figure is a median (or the stated percentile) of repeated runs, next to a peer
 measured in the same run: row-by-row inserts for ingest, the same rows in arrival
 order (unsorted) for queries.
 
-    python -m bench.run [--clients 1000] [--hours 24] [--skip-peer] [--only ingest,query,live,storage]
+    python -m bench.run [--clients 1000] [--hours 24] [--skip-peer] [--only ingest,request,query,live,storage]
 """
 
 from __future__ import annotations
@@ -68,6 +68,14 @@ def nfs_batch(rng: np.random.Generator, n: int, ts: int, clients: int = 1000) ->
     cols["hk"] = pa.ListArray.from_arrays(offsets, pa.array(keys.ravel()))
     cols["hv"] = pa.ListArray.from_arrays(offsets, pa.array(rng.integers(0, 100, 3 * n)))
     return pa.table(cols)
+
+
+def nfs_rows(rng: np.random.Generator, n: int, ts: int) -> list[dict]:
+    """nfs_batch's rows as version-1 frame rows, with a latency and a size bucket each."""
+    return [dict(dims={d: r[d] for d in ("client", "proto", "op", "share", "file")}, count=r["count"],
+                 bytes=r["bytes"], lat_sum=r["lat_sum"],
+                 hist={"latency": {"14": r["count"]}, "size": {"13": r["count"]}})
+            for r in nfs_batch(rng, n, ts).to_pylist()]
 
 
 # ---------------------------------------------------------------- ingest
@@ -215,42 +223,11 @@ def bench_ingest(tmp: Path) -> dict:
     out["arrow_group_20_agents_1000"] = dict(rows=rows, rows_per_cpu_s=rows / cpu, rows_per_wall_s=rows / wall,
                                              request_median_ms=statistics.median(lat) * 1e3,
                                              request_p99_ms=pct(lat, 99) * 1e3)
-    # The request path after HTTP: JSON body -> validated frames -> store (fold, Arrow, log, stage),
-    # for version-1 frames (rows) and version-2 frames (columns, what loupe agent sends).
-    from loupe.frame import Frame, IngestRequest, rows_to_columns
-
-    def rows_of(i):
-        b = nfs_batch(rng, 1000, t0 + i).to_pylist()
-        return [dict(dims={d: r[d] for d in ("client", "proto", "op", "share", "file")}, count=r["count"],
-                     bytes=r["bytes"], lat_sum=r["lat_sum"],
-                     hist={"latency": {"14": r["count"]}, "size": {"13": r["count"]}}) for r in b]
+    from loupe.frame import Frame
 
     def frame(src, i):
-        return Frame(source=src, seq=i, ts=t0 + i, family="nfs", host="nas1", rows=rows_of(i))
+        return Frame(source=src, seq=i, ts=t0 + i, family="nfs", host="nas1", rows=nfs_rows(rng, 1000, t0 + i))
 
-    for v in (1, 2):
-        bodies = []
-        for i in range(60):
-            fr = dict(v=v, source="b", seq=i, ts=t0 + i, family="nfs", host="nas1")
-            rows = rows_of(i)
-            fr.update(rows=rows) if v == 1 else fr.update(columns=rows_to_columns(rows))
-            bodies.append(json.dumps({"frames": [fr]}, separators=(",", ":")))
-        store = DuckDBStore(fresh(tmp / f"frames{v}.duckdb"))
-        flusher = Flusher(store)
-        times = []
-        cpu0 = time.process_time()
-        for i, body in enumerate(bodies):
-            s = time.perf_counter()
-            store.ingest(IngestRequest.model_validate_json(body).frames, received_at=t0 + i + 1)
-            times.append(time.perf_counter() - s)
-            flusher.tick()
-        flusher.close()
-        store.flush()
-        cpu = time.process_time() - cpu0
-        store.close()
-        out[f"json_frames_v{v}_1000"] = dict(rows=1000, body_bytes=statistics.median(map(len, bodies)),
-                                             median_ms=statistics.median(times) * 1e3, p99_ms=pct(times, 99) * 1e3,
-                                             rows_per_cpu_s=1000 * len(bodies) / cpu)
     # 20 agents sending 1k-row frames at once: group commit shares one log write and fsync among them
     agents, per_agent = 20, 10
     store = DuckDBStore(fresh(tmp / "group.duckdb"))
@@ -295,6 +272,72 @@ def bench_ingest(tmp: Path) -> dict:
     out["peer_executemany_1000"] = dict(rows=1000, median_ms=med * 1e3, rows_per_s=1000 / med)
     out["ratio_arrow_vs_executemany_1000"] = \
         out["peer_executemany_1000"]["median_ms"] / out["arrow_1000"]["median_ms"]
+    return out
+
+
+# ---------------------------------------------------------------- request bodies
+REQUEST_BODIES = 100  # at least, per frame version and size; each one frame of one second
+
+
+def bench_request(tmp: Path) -> dict:
+    """The request path after HTTP, per frame version, for bodies of one frame of 1k, 5k and 10k nfs
+    rows (about 900 distinct files per 1k rows, so the top-500 fold runs): body -> validated frames
+    -> store (fold, Arrow table, log + fsync, stage). Version 1 (rows) and 2 (columns) are JSON,
+    parsed and validated by pydantic; version 3 is Arrow IPC as loupe agent writes it (arrow_ipc),
+    read by frame_v3.
+
+    As the store's throughput run: bodies back to back, at least two flushes' worth, a flush per
+    FLUSH_ROWS rows beside them (one a second at the target rate). rows_per_cpu_s: rows over the
+    process's CPU time, flushes included; median_ms/p99_ms: from a body to its acknowledgement;
+    encode_ms: the agent's side, version-2 columns to what it spools (JSON text, or the Arrow part)."""
+    from loupe.arrow_ipc import encode_part, request_body
+    from loupe.frame import IngestRequest, rows_to_columns
+    from loupe.frame_v3 import decode
+
+    rng = np.random.default_rng(2)
+    t0 = int(time.time()) - 7200
+    out = {}
+    for size in (1000, 5000, 10000):
+        bodies: dict[int, list[bytes]] = {1: [], 2: [], 3: []}
+        enc: dict[int, list[float]] = {1: [], 2: [], 3: []}
+        for i in range(max(REQUEST_BODIES, 2 * FLUSH_ROWS // size)):  # only bodies are kept (rows as dicts: GBs)
+            head = dict(source="b", seq=i, ts=t0 + i, family="nfs", host="nas1")
+            rows = nfs_rows(rng, size, t0 + i)
+            cols = rows_to_columns(rows)
+            for v in (1, 2, 3):
+                s = time.perf_counter()
+                if v == 3:
+                    part = encode_part("nfs", cols)
+                    enc[v].append(time.perf_counter() - s)
+                    header = {k: head[k] for k in ("source", "seq", "ts", "host")}
+                    bodies[v].append(request_body([(header, part)], {}))
+                else:
+                    text = json.dumps({"v": v, **head, **({"rows": rows} if v == 1 else {"columns": cols})},
+                                      separators=(",", ":"))
+                    enc[v].append(time.perf_counter() - s)
+                    bodies[v].append(f'{{"frames":[{text}]}}'.encode())
+        for v in (1, 2, 3):
+            store = DuckDBStore(fresh(tmp / f"request{v}_{size}.duckdb"))
+            flusher = Flusher(store)
+            times = []
+            cpu0 = time.process_time()
+            for i, body in enumerate(bodies[v]):
+                s = time.perf_counter()
+                got = decode(body)[1] if v == 3 else IngestRequest.model_validate_json(body).frames
+                store.ingest(got, received_at=t0 + i + 1)
+                times.append(time.perf_counter() - s)
+                if (i + 1) * size % FLUSH_ROWS == 0:
+                    flusher.tick()
+            flusher.close()
+            store.flush()
+            cpu = time.process_time() - cpu0
+            store.close()
+            r = out[f"v{v}_{size}"] = dict(
+                rows=size, bodies=len(bodies[v]), body_bytes=statistics.median(map(len, bodies[v])),
+                encode_ms=statistics.median(enc[v]) * 1e3, median_ms=statistics.median(times) * 1e3,
+                p99_ms=pct(times, 99) * 1e3, rows_per_cpu_s=size * len(bodies[v]) / cpu)
+            print(f"  v{v} {size} rows: {r['rows_per_cpu_s']:,.0f} rows per CPU second, ack median "
+                  f"{r['median_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms", flush=True)
     return out
 
 
@@ -714,7 +757,7 @@ def main(argv=None) -> int:
     p.add_argument("--hours", type=int, default=24)
     p.add_argument("--storage-hours", type=int, default=8, help="hours of the open day in the storage section")
     p.add_argument("--skip-peer", action="store_true")
-    p.add_argument("--only", default="ingest,query,live,storage")
+    p.add_argument("--only", default="ingest,request,query,live,storage")
     p.add_argument("--tmp", default=None, help="scratch directory (needs ~10 GB for the full day, more while building)")
     p.add_argument("--reuse", action="store_true", help="with --tmp: reuse the day built by an earlier run")
     p.add_argument("--data", choices=("nas", "random"), default="nas",
@@ -730,6 +773,10 @@ def main(argv=None) -> int:
             print("ingest ...", flush=True)
             result["ingest"] = bench_ingest(tmp)
             print(json.dumps(result["ingest"], indent=1), flush=True)
+        if "request" in only:
+            print("request bodies (frame versions 1, 2, 3) ...", flush=True)
+            result["request"] = bench_request(tmp)
+            print(json.dumps(result["request"], indent=1), flush=True)
         if "live" in only:
             print("live latency ...", flush=True)
             result["live"] = bench_live(tmp)

@@ -17,10 +17,15 @@ tick only.
 
 Delivery: frames wait in a bounded queue, already serialised, and are sent in
 order in batches, one host per request (the backend files a request's source
-status under the host of its frames). Connection errors and 5xx keep them queued and retry
-with exponential backoff; when the queue is full (``max_queue_bytes``) the oldest
-frames are dropped and counted. A 4xx will never succeed: its ``detail`` is logged and those frames are
-dropped; for 413/422 the batch is halved first so one bad frame costs only itself.
+status under the host of its frames). Frames are version 3 (Arrow IPC, written by
+:mod:`loupe.arrow_ipc` when the frame is made: the server validates whole columns);
+a server that does not read version 3 (it answers 415, or, before version 3 existed,
+422 for the body as a whole) gets version-2 JSON for the next ``json_fallback`` seconds
+(10 minutes), queued Arrow frames converted as they go, and the switch is logged once.
+Connection errors and 5xx keep them queued and retry with exponential backoff; when
+the queue is full (``max_queue_bytes``) the oldest frames are dropped and counted. A
+4xx will never succeed: its ``detail`` is logged and those frames are dropped; for
+413/422 the batch is halved first so one bad frame costs only itself.
 
 With a state dir the queue is an on-disk spool (:mod:`.spool`, ``<state dir>/spool``):
 frames still queued when the process stops, even by ``kill -9``, are sent first
@@ -45,6 +50,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from loupe.arrow_ipc import MEDIA_TYPE as ARROW_MEDIA_TYPE
+from loupe.arrow_ipc import encode_part, part_columns, part_header, request_body
 from loupe.columns import is_columns, rows_to_columns
 
 from . import registry, transport
@@ -57,6 +64,7 @@ DEFAULT_SERVER = "http://127.0.0.1:8470"
 MAX_FRAMES_PER_REQUEST = 10_000  # IngestRequest's limit
 HEARTBEAT_SECONDS = 5.0  # post status alone when nothing else went out for this long
 MAX_CATCH_UP = 300  # seconds a replayable source may fall behind (beyond its backfill) before skipping
+JSON_FALLBACK_SECONDS = 600  # after a server refused version 3, send version-2 JSON for this long
 
 
 class Agent:
@@ -67,7 +75,8 @@ class Agent:
                  max_queue_bytes: int = 256 << 20, max_request_bytes: int = 8 << 20, timeout: float = 10.0,
                  min_backoff: float = 0.5, max_backoff: float = 30.0,
                  progress: Callable[[str], None] | None = None, in_process: bool = False,
-                 ca_file: str | None = None) -> None:
+                 ca_file: str | None = None, frame_version: int = 3,
+                 json_fallback: float = JSON_FALLBACK_SECONDS) -> None:
         if not sources:
             raise ValueError("an agent needs at least one source")
         self.sources = list(sources)
@@ -77,7 +86,12 @@ class Agent:
         self.max_queue_bytes, self.max_request_bytes = max_queue_bytes, max_request_bytes
         self.min_backoff, self.max_backoff = min_backoff, max_backoff
         self.progress = progress or log.info
-        self._headers = {"Content-Type": "application/json"}
+        if frame_version not in (2, 3):
+            raise ValueError(f"frame version {frame_version}: the agent sends 2 (JSON) or 3 (Arrow IPC)")
+        self.frame_version, self.json_fallback = frame_version, json_fallback
+        self._json_until = 0.0  # until then version-2 JSON, the server having refused version 3
+        self._fell_back = False  # the switch to JSON was logged
+        self._headers = {}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         else:
@@ -290,14 +304,24 @@ class Agent:
         self._seq[sid] = seq
         return seq
 
+    def _arrow(self) -> bool:
+        """Whether to send version 3 now."""
+        return self.frame_version == 3 and time.time() >= self._json_until
+
     def _enqueue(self, sid: str, ts: int, family: str, host: str, rows: list[dict] | dict) -> None:
         seq = self._next_seq(sid)
-        # Version 2 (columns): a fraction of the bytes and of the server's parsing of version 1's rows.
+        # Columns (versions 2 and 3): a fraction of the bytes and of the server's parsing of version 1's rows.
         cols = rows if is_columns(rows) else rows_to_columns(rows)  # type: ignore[arg-type]
-        body = json.dumps({"v": 2, "source": sid, "seq": seq, "ts": ts, "family": family, "host": host,
-                           "columns": cols}, separators=(",", ":"))
+        q = Queued(sid, host, seq, ts)
+        if self._arrow():
+            try:
+                q.arrow = encode_part(family, cols)
+            except ValueError as e:  # a value Arrow's types cannot hold: as JSON, the server names it
+                self._limited("encode", f"{sid} ts {ts} cannot be written as Arrow ({e}); sent as JSON")
+        if not q.arrow:
+            q.json = _frame_json(sid, seq, ts, family, host, cols)
         try:
-            dropped = self._queue.append(Queued(sid, host, seq, ts, body))
+            dropped = self._queue.append(q)
         except OSError as e:  # e.g. the disk is full
             self.stats["dropped"] += 1
             self._limited("spool", f"cannot spool {sid} ts {ts} to {self._queue}: {e}; dropped, "
@@ -345,13 +369,19 @@ class Agent:
         return len(batch)
 
     def _post(self, batch: list[Queued]) -> tuple[int | None, dict]:
-        body = (f'{{"frames":[{",".join(q.json for q in batch)}],"agent":{json.dumps(self.agent_id)},'
-                f'"status":{json.dumps(self.status(batch[0].host if batch else None))},'
-                f'"stats":{json.dumps(self.own_stats())},'
-                f'"sent_at":{time.time():.3f}}}')
+        request = {"agent": self.agent_id, "status": self.status(batch[0].host if batch else None),
+                   "stats": self.own_stats(), "sent_at": round(time.time(), 3)}
+        arrow = self._arrow() and all(q.arrow for q in batch)
+        if arrow:
+            body = request_body([({"source": q.source, "seq": q.seq, "ts": q.ts, "host": q.host}, q.arrow)
+                                 for q in batch], request)
+        else:  # the frames are JSON already, or Arrow parts converted for a server without version 3
+            frames = ",".join(q.json or _frame_json(q.source, q.seq, q.ts, part_header(q.arrow)["family"], q.host,
+                                                    part_columns(q.arrow)) for q in batch)
+            body = f'{{"frames":[{frames}],{json.dumps(request, separators=(",", ":"))[1:]}'.encode()
         self._last_post = time.time()
         try:
-            resp = self._client.post("/api/v1/ingest", body.encode())
+            resp = self._client.post("/api/v1/ingest", body, ARROW_MEDIA_TYPE if arrow else "application/json")
         except transport.HTTPError as e:
             self._limited("connect", f"cannot reach {self.server}: {type(e).__name__}: {e}")
             if not batch:
@@ -362,6 +392,13 @@ class Agent:
             answer = resp.json()
         except ValueError:
             answer = {"detail": resp.text[:500]}
+        if arrow and _refuses_arrow(resp.status_code, answer):
+            self._json_until = time.time() + self.json_fallback
+            (log.debug if self._fell_back else log.warning)(
+                "%s does not read frame version 3 (Arrow IPC; it answered %d): sending version-2 JSON for %.0f s",
+                self.server, resp.status_code, self.json_fallback)
+            self._fell_back = True
+            return self._post(batch)
         if resp.is_success and isinstance(answer, dict):
             self.stats["accepted"] += answer.get("accepted", 0)
             self.stats["duplicates"] += answer.get("duplicates", 0)
@@ -464,6 +501,19 @@ class Agent:
             self._limited("state", f"cannot save {self._state_file}: {e}")
 
 
+def _frame_json(sid: str, seq: int, ts: int, family: str, host: str, cols: dict) -> str:
+    return json.dumps({"v": 2, "source": sid, "seq": seq, "ts": ts, "family": family, "host": host,
+                       "columns": cols}, separators=(",", ":"))
+
+
+def _refuses_arrow(code: int, answer) -> bool:
+    """A server that does not read version 3: 415, or one from before it, which took any body for
+    JSON and answered 422 for the body as a whole (loc ["body"]), never naming a frame."""
+    errors = answer.get("errors") if isinstance(answer, dict) else None
+    return code == 415 or (code == 422 and isinstance(errors, list)
+                           and any(isinstance(e, dict) and e.get("loc") == ["body"] for e in errors))
+
+
 def _cpu_seconds() -> float:
     t = os.times()
     return t.user + t.system
@@ -528,6 +578,8 @@ def _parser(prog: str, sources: str, host_help: str) -> argparse.ArgumentParser:
                         "taken yet (without it they wait in memory and are lost when the agent stops)")
     p.add_argument("--backfill", type=int, default=0, metavar="SECONDS",
                    help="synthetic only: first send this many seconds of history, oldest first")
+    p.add_argument("--frame-version", type=int, choices=(2, 3), default=3,
+                   help="3: Arrow IPC (default; a server without it gets 2 for a while, by itself); 2: JSON")
     p.add_argument("--once", action="store_true",
                    help="collect and send once, then exit (status 1 unless the backend took every frame)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -544,6 +596,7 @@ def _run_cli(a: argparse.Namespace, **host_kw) -> int:
     try:
         agent = make_agent(a.server, a.token, a.sources.split(","), state_dir=a.state_dir, ca_file=a.ca_file,
                            demo_clients=a.demo_clients, seed=a.seed, backfill=a.backfill,
+                           frame_version=a.frame_version,
                            progress=lambda m: print(m, flush=True), **host_kw)
     except ValueError as e:
         print(e, file=sys.stderr)

@@ -10,12 +10,15 @@ agent process (a crash, ``kill -9``, a reboot)::
                dropped to keep the bound, over the spool's life
     lock       flock'd by the agent that uses the spool
 
-A record is ``b"LSP1" | u32 payload length | u32 crc32(payload) | payload`` with the
-payload ``i64 seq | i64 ts | u16 len(source) | u16 len(host) | source | host | frame
-JSON``. The frame is spooled with its source id and seq, so a replay after a restart
-resends the very same frame and the backend, which de-duplicates by (source, seq),
-counts one it already has as a duplicate. A record cut short or failing its CRC (the
-process died in its write) ends its segment: it is cut off with a log line.
+A record is ``magic | u32 payload length | u32 crc32(payload) | payload`` with the
+payload ``i64 seq | i64 ts | u16 len(source) | u16 len(host) | source | host | frame``.
+The magic says how the frame is kept: ``b"LSP1"``, a version-2 frame as JSON (what
+agents spooled before version 3; such spools still replay), ``b"LSP2"``, a version-3
+frame's Arrow part (:func:`loupe.arrow_ipc.encode_part`). The frame is spooled with its
+source id and seq, so a replay after a restart resends the very same frame and the
+backend, which de-duplicates by (source, seq), counts one it already has as a
+duplicate. A record cut short or failing its CRC (the process died in its write) ends
+its segment: it is cut off with a log line.
 
 A segment is deleted once every record in it is finished. ack.json is rewritten by
 :meth:`Spool.sync` and not fsync'd: a stale one only resends frames the backend
@@ -36,9 +39,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from loupe.arrow_ipc import part_header
+
 log = logging.getLogger("loupe.agent")
 
-MAGIC = b"LSP1"
+MAGIC = b"LSP1"  # a version-2 frame as JSON
+MAGIC_ARROW = b"LSP2"  # a version-3 frame's Arrow part
 HEAD = struct.Struct("<4sII")  # magic, payload length, crc32(payload)
 META = struct.Struct("<qqHH")  # seq, ts, len(source), len(host)
 CHUNK = 256 << 10  # bytes read at a time
@@ -47,11 +53,22 @@ MAX_SEGMENT = 16 << 20
 
 @dataclass
 class Queued:
+    """A frame waiting to be sent: as version-2 JSON (``json``) or as a version-3 Arrow part (``arrow``)."""
+
     source: str
     host: str
     seq: int
     ts: int
-    json: str
+    json: str = ""
+    arrow: bytes = b""
+
+    @property
+    def size(self) -> int:
+        return len(self.arrow) if self.arrow else len(self.json)
+
+    @property
+    def family(self) -> str:
+        return (part_header(self.arrow) if self.arrow else json.loads(self.json))["family"]
 
 
 class SpoolInUse(ValueError):
@@ -97,14 +114,16 @@ class FrameQueue(ABC):
 
     def peek(self, max_bytes: int, max_frames: int) -> list[Queued]:
         """Frames from the head, about one host (the backend files a request's status under
-        one host), at most ``max_frames`` and ``max_bytes`` of JSON unless one frame alone is larger."""
+        one host) and kept alike (JSON or Arrow: one request's body is one or the other), at most
+        ``max_frames`` and ``max_bytes`` unless one frame alone is larger."""
         batch: list[Queued] = []
         size = 0
         for q in self:
-            if batch and (size + len(q.json) > max_bytes or len(batch) >= max_frames or q.host != batch[0].host):
+            if batch and (size + q.size > max_bytes or len(batch) >= max_frames or q.host != batch[0].host
+                          or bool(q.arrow) != bool(batch[0].arrow)):
                 break
             batch.append(q)
-            size += len(q.json)
+            size += q.size
         return batch
 
     def ack(self, n: int) -> None:
@@ -160,10 +179,10 @@ class MemoryQueue(FrameQueue):
     def _push(self, q: Queued) -> None:
         self._q.append(q)
         self.frames += 1
-        self.bytes += len(q.json)
+        self.bytes += q.size
 
     def _entries(self) -> Iterator[tuple[int, Queued]]:
-        return ((len(q.json), q) for q in self._q)
+        return ((q.size, q) for q in self._q)
 
     def _advance(self, n: int, nbytes: int) -> None:
         for _ in range(n):
@@ -179,18 +198,22 @@ class _Torn(Exception):
 
 
 def encode(q: Queued) -> bytes:
-    src, host, body = q.source.encode(), q.host.encode(), q.json.encode()
+    src, host, body = q.source.encode(), q.host.encode(), q.arrow or q.json.encode()
     payload = META.pack(q.seq, q.ts, len(src), len(host)) + src + host + body
-    return HEAD.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+    return HEAD.pack(MAGIC_ARROW if q.arrow else MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
-def _decode(payload: bytes) -> Queued:
+def _decode(magic: bytes, payload: bytes) -> Queued:
     seq, ts, ls, lh = META.unpack_from(payload)
     a = META.size
     if a + ls + lh > len(payload):
         raise ValueError("string lengths beyond the record")
-    return Queued(payload[a:a + ls].decode(), payload[a + ls:a + ls + lh].decode(), seq, ts,
-                  payload[a + ls + lh:].decode())
+    q = Queued(payload[a:a + ls].decode(), payload[a + ls:a + ls + lh].decode(), seq, ts)
+    if magic == MAGIC_ARROW:
+        q.arrow = payload[a + ls + lh:]
+    else:
+        q.json = payload[a + ls + lh:].decode()
+    return q
 
 
 def _records(fd: int, start: int, end: int) -> Iterator[tuple[int, int, Queued]]:
@@ -203,7 +226,7 @@ def _records(fd: int, start: int, end: int) -> Iterator[tuple[int, int, Queued]]
         if pos + HEAD.size > base + len(buf):
             buf, base = os.pread(fd, min(CHUNK, end - pos), pos), pos
         magic, length, crc = HEAD.unpack_from(buf, pos - base)
-        if magic != MAGIC:
+        if magic not in (MAGIC, MAGIC_ARROW):
             raise _Torn(pos, "no record")
         size = HEAD.size + length
         if pos + size > end:
@@ -214,7 +237,7 @@ def _records(fd: int, start: int, end: int) -> Iterator[tuple[int, int, Queued]]
         if zlib.crc32(payload) != crc:
             raise _Torn(pos, "a record failing its checksum")
         try:
-            q = _decode(payload)
+            q = _decode(magic, payload)
         except (ValueError, struct.error) as e:  # a good CRC over a bad layout: not written by us
             raise _Torn(pos, f"an unreadable record ({e})") from e
         yield pos, size, q
@@ -253,6 +276,16 @@ class Spool(FrameQueue):
 
     def __str__(self) -> str:
         return f"spool {self.dir}"
+
+    @classmethod
+    def pending(cls, directory: str | Path) -> list[Queued]:
+        """The frames waiting in the spool at ``directory`` (``<state dir>/spool``), oldest first;
+        it is opened, so not while an agent uses it."""
+        spool = cls(directory, 1 << 62)
+        try:
+            return list(spool)
+        finally:
+            spool.close()
 
     # ------------------------------------------------------------------ open
     def _path(self, n: int) -> Path:

@@ -67,13 +67,14 @@ class Client:
             return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout, context=self._tls)
         return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
 
-    def post(self, path: str, body: bytes) -> Response:
+    def post(self, path: str, body: bytes, content_type: str = "application/json") -> Response:
+        headers = {**self._headers, "Content-Type": content_type}
         for attempt in (0, 1):
             reused = self._conn is not None
             if self._conn is None:
                 self._conn = self._connect()
             try:
-                self._conn.request("POST", self._prefix + path, body=body, headers=self._headers)
+                self._conn.request("POST", self._prefix + path, body=body, headers=headers)
                 r = self._conn.getresponse()
                 resp = Response(r.status, r.read())
                 if r.will_close:

@@ -33,20 +33,49 @@ parse and validate (what ``loupe agent`` sends)::
 
 Every list in ``dims`` and ``count``/``bytes``/``lat_sum`` (each optional: zeros) has
 ``n`` entries; a histogram is sparse, one entry per non-empty (row, bucket).
+
+Version 3 carries the columns as Arrow IPC, in a body of its own media type,
+``Content-Type: application/vnd.apache.arrow.stream`` (what ``loupe agent`` sends;
+:mod:`loupe.arrow_ipc` writes it without pyarrow, :mod:`loupe.frame_v3` reads it and
+checks whole columns at once). The body is one or more IPC streams back to back, each
+ended by its end-of-stream marker; a stream holds the frames of one column layout, one
+record batch per frame::
+
+    stream 0   schema    client: utf8, op: utf8, count: int64, latency: map<int16, int64>
+               metadata  loupe.frames  = [{"v": 3, "source": "bpf.nfswire@nas1", "seq": ..., "ts": ...,
+                                           "family": "nfs", "host": "nas1"}, ...]
+                         loupe.request = {"agent": ..., "status": [...], "stats": {...}, "sent_at": ...}
+               record batch: frame 0's rows; record batch: frame 1's rows; ...; end of stream
+    stream 1   (another layout, e.g. the disk frames) ...
+
+* ``loupe.frames`` (JSON): one header per record batch, in order, with the fields of
+  versions 1 and 2 and ``v`` 3. ``loupe.request`` (JSON, first stream only): the
+  request's other fields (``IngestRequest`` but ``frames``). A request without frames
+  is one stream without columns or batches.
+* Columns, each optional, with no nulls: a dimension of the family as a string, large
+  string or dictionary-of-string column (absent: ""); ``count``/``bytes``/``lat_sum``
+  as any integer type, 0..2**62 (absent: zeros); a histogram as
+  ``map<integer bucket exponent, integer events>``, a row's map its non-empty buckets.
+* Refused: compressed buffers, delta dictionaries (a batch may replace its
+  dictionaries whole), other message types, more than 10,000 frames. A body that is
+  not whole streams gets 400 saying where; a frame that breaks the rules of versions 1
+  and 2 gets 422 naming the frame (its index in the body and its seq) and the column.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .arrow_ipc import MEDIA_TYPE as ARROW_MEDIA_TYPE
 from .catalog import FAMILIES, HISTOGRAMS
 from .columns import rows_to_columns  # noqa: F401  (re-exported: the v2 encoder)
 
-FRAME_VERSION = 1  # versions read: 1 (rows) and 2 (columns)
+FRAME_VERSION = 1  # versions read: 1 (rows) and 2 (columns) as JSON, 3 as Arrow IPC (frame_v3)
 MAX_ROWS_PER_FRAME = 200_000
 MAX_DIM_LEN = 1024
+MAX_FRAMES_PER_REQUEST = 10_000
 
 NonNeg = Annotated[int, Field(ge=0, le=2**62)]
 
@@ -84,8 +113,13 @@ class Columns(BaseModel):
     hist: dict[str, SparseHist] = Field(default_factory=dict)
 
 
-class Frame(BaseModel):
+class FrameHeader(BaseModel):
+    """What every frame says about itself, whatever carries its rows."""
+
     model_config = ConfigDict(extra="forbid")
+    VERSIONS: ClassVar[tuple[int, ...]] = (1, 2)
+    VERSIONS_NOTE: ClassVar[str] = (f"a JSON body carries versions 1 and 2 (version 3 is an Arrow IPC body, "
+                                    f"Content-Type: {ARROW_MEDIA_TYPE})")
 
     v: int = Field(FRAME_VERSION, description="Frame format version: 1 (rows) or 2 (columns).")
     source: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:@/-]+$")
@@ -93,19 +127,13 @@ class Frame(BaseModel):
     ts: int = Field(ge=0, le=2**40, description="Unix second covered by this frame.")
     family: str
     host: str = Field(min_length=1, max_length=255)
-    rows: list[Row] = Field(default_factory=list, max_length=MAX_ROWS_PER_FRAME)
-    columns: Columns | None = Field(None, description="Version 2: the rows as columns (then `rows` is empty).")
 
     @field_validator("v")
     @classmethod
     def _version(cls, v: int) -> int:
-        if v not in (1, 2):
-            raise ValueError(f"unsupported frame version {v}; this backend reads versions 1 and 2")
+        if v not in cls.VERSIONS:
+            raise ValueError(f"unsupported frame version {v}; {cls.VERSIONS_NOTE}")
         return v
-
-    @property
-    def n_rows(self) -> int:
-        return self.columns.n if self.columns is not None else len(self.rows)
 
     @field_validator("family")
     @classmethod
@@ -113,6 +141,15 @@ class Frame(BaseModel):
         if f not in FAMILIES:
             raise ValueError(f"unknown family {f!r}; valid families: {', '.join(FAMILIES)}")
         return f
+
+
+class Frame(FrameHeader):
+    rows: list[Row] = Field(default_factory=list, max_length=MAX_ROWS_PER_FRAME)
+    columns: Columns | None = Field(None, description="Version 2: the rows as columns (then `rows` is empty).")
+
+    @property
+    def n_rows(self) -> int:
+        return self.columns.n if self.columns is not None else len(self.rows)
 
     @model_validator(mode="after")
     def _rows(self) -> "Frame":
@@ -224,7 +261,7 @@ class AgentStats(BaseModel):
 class IngestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    frames: list[Frame] = Field(max_length=10_000)
+    frames: list[Frame] = Field(max_length=MAX_FRAMES_PER_REQUEST)
     agent: str | None = Field(None, max_length=200, description="Agent id, for the source list.")
     status: list[SourceStatus] | None = Field(None, max_length=200)
     sent_at: float | None = Field(None, description="Agent wall clock at send, unix seconds.")

@@ -7,6 +7,7 @@ import secrets
 import threading
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 from .alerts import AlertBook, AlertEngine, Deliverer
@@ -14,6 +15,7 @@ from .auth import Auth, new_secret
 from .config import Settings
 from .control import SourceControl
 from .frame import IngestRequest
+from .frame_v3 import ArrowFrame
 from .live import LiveHub
 from .names import NameResolver
 from .store.base import IngestOutcome, PruneReport, StoreUnavailable
@@ -94,7 +96,8 @@ class Loupe:
         # (time, store bytes) once a minute for a day: the status page's growth and days until full
         self.size_history: deque[tuple[float, int]] = deque(maxlen=1440)
 
-    # Ingest is synchronous: it runs in the API's worker threads.
+    # Ingest is synchronous: it runs in the API's worker threads. A version-3 request's frames are
+    # ArrowFrames (frame_v3), put into its IngestRequest unvalidated: decode() checked them.
     def ingest(self, req: IngestRequest, received_at: float | None = None) -> IngestOutcome:
         received_at = time.time() if received_at is None else received_at
         frames, offset = req.frames, None
@@ -104,7 +107,8 @@ class Loupe:
             offset = req.sent_at - received_at
             if abs(offset) > self.settings.clock_skew_limit:
                 shift = round(offset)
-                frames = [fr.model_copy(update={"ts": fr.ts - shift}) for fr in frames]
+                frames = [replace(fr, ts=fr.ts - shift) if isinstance(fr, ArrowFrame)
+                          else fr.model_copy(update={"ts": fr.ts - shift}) for fr in frames]
                 self.telemetry.clock_shifted += len(frames)
         t = self.telemetry
         try:

@@ -33,6 +33,7 @@ class Telemetry(Collector):
                  memory=lambda: (0, 0)) -> None:
         self._lock = threading.Lock()
         self.frames = defaultdict(int)  # result -> n
+        self.requests = defaultdict(int)  # body format (json, arrow) -> ingest requests
         self.rows = 0
         self.folded = 0
         self.rejected = defaultdict(int)  # reason kind -> n
@@ -83,6 +84,10 @@ class Telemetry(Collector):
         with self._lock:
             self.frames[result] += n
 
+    def count_request(self, fmt: str) -> None:
+        with self._lock:
+            self.requests[fmt] += 1
+
     def collect(self):
         with self._lock:
             for name, (labels_src, counters) in ((n, HEADLINES[f]) for f in HEADLINES for n in HEADLINES[f][1]):
@@ -94,6 +99,11 @@ class Telemetry(Collector):
             f = CounterMetricFamily("loupe_ingest_frames", "Frames received, by result", labels=["result"])
             for k in ("accepted", "duplicate", "rejected"):
                 f.add_metric([k], self.frames[k])
+            yield f
+            f = CounterMetricFamily("loupe_ingest_requests", "Ingest requests by body format: json (frame versions "
+                                    "1 and 2) or arrow (version 3), refused ones included", labels=["format"])
+            for k in ("json", "arrow"):
+                f.add_metric([k], self.requests[k])
             yield f
             yield CounterMetricFamily("loupe_ingest_rows", "Rows stored", value=self.rows)
             yield CounterMetricFamily("loupe_ingest_folded_rows", "Rows folded into '(other files)'", value=self.folded)

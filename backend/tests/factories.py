@@ -91,3 +91,26 @@ class Receiver:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def pyarrow_body(frames, request=None, *, options=None) -> bytes:
+    """A version-3 body written by pyarrow (not by loupe.arrow_ipc): ``frames`` as (header, pa.Table),
+    one stream per schema in order of first appearance; ``options``: pa.ipc.IpcWriteOptions."""
+    import json
+
+    import pyarrow as pa
+
+    streams: dict = {}
+    for header, table in frames:
+        streams.setdefault(table.schema, []).append((header, table))
+    out = []
+    for i, (schema, members) in enumerate(streams.items() or [(pa.schema([]), [])]):
+        meta = {"loupe.frames": json.dumps([h for h, _ in members])}
+        if i == 0 and request is not None:
+            meta["loupe.request"] = json.dumps(request)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, schema.with_metadata(meta), options=options) as w:
+            for _, t in members:
+                w.write_batch(pa.record_batch([c.combine_chunks() for c in t.columns], schema=t.schema))
+        out.append(sink.getvalue().to_pybytes())
+    return b"".join(out)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from loupe.arrow_ipc import MEDIA_TYPE as ARROW_MEDIA_TYPE
 from loupe.frame import IngestRequest
+from loupe.frame_v3 import decode
 from loupe_probes import registry
 from loupe_probes.agent import Agent, demo_main, main, make_agent, start_in_thread
 from loupe_probes.source import Source, status_entry
@@ -20,13 +22,16 @@ TOKEN = "s3cret-token"
 
 
 class Backend:
-    """A tiny ingest endpoint: checks the token, validates, de-duplicates by (source, seq), records."""
+    """A tiny ingest endpoint: checks the token, validates with the backend's own readers (JSON, or
+    Arrow IPC for version 3), de-duplicates by (source, seq), records."""
 
     def __init__(self) -> None:
-        self.requests: list[dict] = []  # every request as received: headers and parsed body
-        self.frames: list[dict] = []  # frames stored, in arrival order
+        self.requests: list[dict] = []  # every request as received: headers, size, format and parsed body
+        self.frames: list[dict] = []  # frames stored, in arrival order (a version-3 frame's rows as columns)
         self.hwm: dict[str, int] = {}
         self.mode = "ok"  # or "503"
+        # Arrow bodies: "read" them, answer "415", or answer as a server from before version 3 ("pre-v3")
+        self.arrow = "read"
         self.poison_ts: int | None = None  # a request holding a frame of this second gets 422
         self.lock = threading.Lock()
         self.port = 0
@@ -63,31 +68,43 @@ class Backend:
 
     def handle(self, path: str, headers: dict, raw: bytes) -> tuple[int, dict]:
         with self.lock:
-            body = json.loads(raw)
-            self.requests.append({"path": path, "headers": headers, "body": body, "code": 0})
-            code, answer = self._answer(path, headers, body)
+            arrow = headers.get("Content-Type") == ARROW_MEDIA_TYPE
+            self.requests.append({"path": path, "headers": headers, "size": len(raw), "arrow": arrow, "code": 0})
+            code, answer = self._answer(path, headers, raw, arrow)
             self.requests[-1]["code"] = code
             return code, answer
 
-    def _answer(self, path: str, headers: dict, body: dict) -> tuple[int, dict]:
+    def _answer(self, path: str, headers: dict, raw: bytes, arrow: bool) -> tuple[int, dict]:
         if path != "/api/v1/ingest":
             return 404, {"detail": "no route"}
         if headers.get("Authorization") != f"Bearer {TOKEN}":
             return 401, {"detail": "invalid ingest token"}
+        if arrow and self.arrow == "415":
+            return 415, {"detail": "unsupported media type"}
+        if arrow and self.arrow == "pre-v3":  # what a server from before version 3 answered an Arrow body
+            msg = "Input should be a valid dictionary or object to extract fields from"
+            return 422, {"detail": msg, "errors": [{"type": "model_attributes_type", "msg": msg, "loc": ["body"]}]}
+        if arrow:  # the backend's own contract
+            req, read = decode(raw)
+            frames = [{"v": 3, "source": f.source, "seq": f.seq, "ts": f.ts, "family": f.family, "host": f.host,
+                       "columns": f.columns()} for f in read]
+        else:
+            req = IngestRequest.model_validate_json(raw)
+            frames = [f.model_dump() for f in req.frames]
+        self.requests[-1]["body"] = {**req.model_dump(mode="json", exclude={"frames"}), "frames": frames}
         if self.mode == "503":
             return 503, {"detail": "store busy"}
-        req = IngestRequest.model_validate(body)  # the backend's own contract
-        if self.poison_ts is not None and any(f.ts == self.poison_ts for f in req.frames):
+        if self.poison_ts is not None and any(f["ts"] == self.poison_ts for f in frames):
             return 422, {"detail": f"frames: ts {self.poison_ts} is poisoned"}
         accepted = duplicates = rows = 0
-        for f in req.frames:
-            if f.seq <= self.hwm.get(f.source, -1):
+        for f in sorted(frames, key=lambda f: (f["source"], f["seq"])):  # as the store takes them
+            if f["seq"] <= self.hwm.get(f["source"], -1):
                 duplicates += 1
                 continue
-            self.hwm[f.source] = f.seq
-            self.frames.append(f.model_dump())
+            self.hwm[f["source"]] = f["seq"]
+            self.frames.append(f)
             accepted += 1
-            rows += len(f.rows)
+            rows += f["columns"]["n"] if f["columns"] else len(f["rows"])
         return 200, {"accepted": accepted, "duplicates": duplicates, "rows": rows, "folded_rows": 0}
 
     def series(self, source: str, family: str) -> list[int]:
@@ -142,11 +159,12 @@ def test_live_frames_are_authorised_valid_and_in_sequence(backend: Backend, tmp_
     reported = {}
     for r in backend.requests:
         assert r["headers"]["Authorization"] == f"Bearer {TOKEN}" and r["path"] == "/api/v1/ingest"
-        req = IngestRequest.model_validate(r["body"])
+        assert r["arrow"]  # version 3
+        req = IngestRequest.model_validate({**r["body"], "frames": []})
         assert req.agent == agent.agent_id and abs(req.sent_at - time.time()) < 30
         # One host per request, with the status of the sources about that host; a status-only
         # request (sent at start, before any source has a frame) carries everyone's.
-        hosts = {f.host for f in req.frames}
+        hosts = {f["host"] for f in r["body"]["frames"]}
         if hosts:
             assert len(hosts) == 1
             prefix = "synthetic." if hosts == {"demo-nas"} else "procfs."
@@ -182,7 +200,7 @@ def test_backfill_sends_history_oldest_first_in_batches(backend: Backend) -> Non
     assert ts == list(range(ts[0], ts[0] + len(ts)))  # oldest first, no gap, no repeat
     assert t0 - 121 <= ts[0] <= t0 - 119
     assert len(backend.requests) >= 5  # in batches, not one giant request
-    assert all(len(json.dumps(r["body"], separators=(",", ":"))) < 300 << 10 for r in backend.requests)
+    assert all(r["size"] < 300 << 10 for r in backend.requests)
     assert messages[0].startswith("backfill: 120 s") and any("120/120" in m for m in messages)
     _assert_seq_strictly_increasing(backend.frames)
 
@@ -278,7 +296,7 @@ def test_full_queue_drops_the_oldest_and_counts(tmp_path: Path, caplog, spooled:
     kept = [q.ts for q in agent._queue]
     assert kept == list(range(130 - len(kept), 130)) and 5 <= len(kept) <= 9
     assert agent.stats["dropped"] == 30 - len(kept)
-    assert agent._queue.bytes <= 10_000 and agent._queue.bytes >= sum(len(q.json) for q in agent._queue)
+    assert agent._queue.bytes <= 10_000 and agent._queue.bytes >= sum(q.size for q in agent._queue)
     assert [r.message for r in caplog.records if "dropped" in r.message] == [  # once, not per frame
         f"{'spool ' + str(tmp_path / 'spool') if spooled else 'in-memory queue'} full (10000 bytes): dropped "
         f"oldest frames, 1 so far (last test.chatty@h ts 100)"]
@@ -445,10 +463,83 @@ class _Columnar(_Chatty):
         return [("net", "h", self.COLS)]
 
 
-def test_columns_from_a_source_are_sent_as_they_are(backend: Backend) -> None:
-    agent = Agent([_Columnar()], backend.url, TOKEN)
+@pytest.mark.parametrize("version", [3, 2])
+def test_columns_from_a_source_are_sent_as_they_are(backend: Backend, version: int) -> None:
+    agent = Agent([_Columnar()], backend.url, TOKEN, frame_version=version)
     assert agent.run(threading.Event(), once=True)
-    sent = [r["body"]["frames"] for r in backend.requests if r["body"].get("frames")]
-    frame = sent[0][0]
-    assert frame["v"] == 2 and frame["columns"] == _Columnar.COLS and "rows" not in frame
+    sent = [r for r in backend.requests if r["body"].get("frames")]
+    assert all(r["arrow"] == (version == 3) for r in backend.requests)
+    frame = sent[0]["body"]["frames"][0]
+    assert frame["v"] == version and not frame.get("rows")
+    assert {k: v for k, v in frame["columns"].items() if v or k not in ("lat_sum", "hist")} == _Columnar.COLS
     assert backend.frames and backend.frames[0]["source"] == "test.columnar@h"
+
+
+class _Numpy(_Chatty):
+    """Columns as numpy arrays, non-ASCII labels, a histogram whose rows come out of order."""
+
+    name = "test.numpy"
+    families = ("disk",)
+
+    def collect(self, ts: int):
+        import numpy as np
+
+        return [("disk", "h", {"n": 3, "dims": {"disk": np.array(["sda", "nvme0n1", "dïsk"], dtype=object)},
+                               "count": np.array([5, 0, 2**40], dtype=np.uint64), "bytes": [1, 2, 3],
+                               "hist": {"latency": {"row": np.array([2, 0, 2]), "bucket": [20, 10, 35],
+                                                    "n": np.array([1, 5, 1])}}})]
+
+
+def test_numpy_columns_and_unordered_histograms_arrive_as_the_same_rows(backend: Backend) -> None:
+    from loupe.columns import columns_to_rows
+
+    agent = Agent([_Numpy()], backend.url, TOKEN)
+    assert agent.run(threading.Event(), once=True)
+    got = backend.frames[0]["columns"]
+    rows = sorted(columns_to_rows(got), key=lambda r: r["dims"]["disk"])
+    assert rows == [{"dims": {"disk": "dïsk"}, "count": 2**40, "bytes": 3, "lat_sum": 0,
+                     "hist": {"latency": {"20": 1, "35": 1}}},
+                    {"dims": {"disk": "nvme0n1"}, "count": 0, "bytes": 2, "lat_sum": 0},
+                    {"dims": {"disk": "sda"}, "count": 5, "bytes": 1, "lat_sum": 0, "hist": {"latency": {"10": 5}}}]
+
+
+@pytest.mark.parametrize("refusal", ["415", "pre-v3"])
+def test_a_server_without_version_3_gets_json_for_a_while_logged_once(backend: Backend, caplog, refusal: str) -> None:
+    backend.arrow = refusal
+    agent = make_agent(backend.url, TOKEN, ["synthetic"], demo_clients=2, seed=5, backfill=4, json_fallback=1.5)
+    with caplog.at_level(logging.DEBUG, logger="loupe.agent"):
+        t, stop = _run(agent)
+        # falls back, then tries version 3 again after json_fallback seconds, and falls back again
+        backend.wait_for(lambda: sum(r["arrow"] for r in backend.requests) >= 2
+                         and len(backend.series("synthetic@demo-nas", "nfs")) >= 8)
+        _halt(t, stop)
+    refused = [r for r in backend.requests if r["arrow"]]
+    assert all(r["code"] == (415 if refusal == "415" else 422) for r in refused)
+    assert not any(r["code"] == 200 and r["arrow"] for r in backend.requests)
+    # every frame arrived once, as version 2 JSON, Arrow-encoded ones converted on the way
+    assert {f["v"] for f in backend.frames} == {2}
+    for fam in ("nfs", "disk", "cpu", "net"):
+        ts = backend.series("synthetic@demo-nas", fam)
+        assert ts == list(range(ts[0], ts[0] + len(ts))), (fam, ts)
+    assert agent.stats["refused"] == agent.stats["dropped"] == 0
+    said = [r for r in caplog.records if "does not read frame version 3" in r.getMessage()]
+    assert len(said) == len(refused) >= 2 and [r.levelno for r in said].count(logging.WARNING) == 1
+
+
+def test_a_spool_of_version_2_frames_replays_then_new_frames_go_as_version_3(backend: Backend, tmp_path: Path) -> None:
+    backend.mode = "503"  # a spool left by an agent of before version 3: JSON records
+    old = make_agent(backend.url, TOKEN, ["synthetic"], demo_clients=2, seed=5, backfill=3, state_dir=tmp_path,
+                     min_backoff=0.1, max_backoff=0.2, frame_version=2)
+    t, stop = _run(old)
+    backend.wait_for(lambda: len(backend.requests) >= 2)
+    _halt(t, stop)
+    spooled = [(q.source, q.seq, q.ts) for q in old._queue]
+    assert spooled and not any(q.arrow for q in old._queue)
+    backend.mode = "ok"
+    new = make_agent(backend.url, TOKEN, ["synthetic"], demo_clients=2, seed=5, state_dir=tmp_path)
+    assert new.run(threading.Event(), once=True)
+    got = [(f["source"], f["seq"], f["ts"]) for f in backend.frames]
+    assert got[:len(spooled)] == spooled and len(got) > len(spooled)
+    assert {f["v"] for f in backend.frames[:len(spooled)]} == {2} and {f["v"] for f in backend.frames[len(spooled):]} \
+        == {3}
+    _assert_seq_strictly_increasing(backend.frames)

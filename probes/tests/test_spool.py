@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from loupe.arrow_ipc import encode_part, part_columns
 from loupe_probes.spool import HEAD, MemoryQueue, Queued, Spool, SpoolInUse, encode
 
 
@@ -232,3 +233,34 @@ def test_one_spool_one_agent(spool_dir: Path) -> None:
         Spool(spool_dir, 1 << 20)
     s.close()
     Spool(spool_dir, 1 << 20).close()
+
+
+def arrow_frame(i: int, host: str = "h") -> Queued:
+    part = encode_part("disk", {"n": 2, "dims": {"disk": ["sda", f"d{i}"]}, "count": [i, 1],
+                                "hist": {"latency": {"row": [1], "bucket": [20], "n": [i]}}})
+    return Queued("s@h", host, 1000 + i, 100 + i, arrow=part)
+
+
+@pytest.mark.parametrize("kind", ["memory", "spool"])
+def test_arrow_frames_replay_beside_json_ones_from_an_older_spool(spool_dir: Path, kind: str) -> None:
+    """Version-3 frames spool as Arrow parts (LSP2 records) after version-2 JSON ones (LSP1, what
+    agents spooled before), come back whole and in order, and a batch holds one kind only."""
+    q = MemoryQueue(1 << 20) if kind == "memory" else Spool(spool_dir, 1 << 20, segment_bytes=3 * REC)
+    made = [frame(0), frame(1), arrow_frame(2), arrow_frame(3), frame(4), arrow_frame(5)]
+    for f in made:
+        q.append(f)
+    if kind == "spool":
+        q.close()
+        raw = b"".join((spool_dir / s).read_bytes() for s in segments(spool_dir))
+        assert raw.count(b"LSP1") == 3 and raw.count(b"LSP2") == 3
+        q = Spool(spool_dir, 1 << 20, segment_bytes=3 * REC)
+    assert list(q) == made and q.bytes == (sum(len(encode(f)) for f in made) if kind == "spool"
+                                            else sum(f.size for f in made))
+    assert [f.family for f in q if f.arrow] == ["disk"] * 3
+    assert part_columns(list(q)[3].arrow)["hist"]["latency"] == {"row": [1], "bucket": [20], "n": [3]}
+    assert seqs(q.peek(1 << 20, 100)) == [1000, 1001]  # JSON, then Arrow: separate requests
+    q.ack(2)
+    assert seqs(q.peek(1 << 20, 100)) == [1002, 1003]
+    q.ack(2)
+    assert seqs(q.peek(1 << 20, 100)) == [1004]
+    q.close()

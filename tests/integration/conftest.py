@@ -24,8 +24,8 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data_dir: Path, *args: str, env: dict | None = None):
-        self.port = free_port()
+    def __init__(self, data_dir: Path, *args: str, env: dict | None = None, port: int | None = None):
+        self.port = port or free_port()
         cert = (env or {}).get("LOUPE_TLS_CERT")
         self.base = f"{'https' if cert else 'http'}://127.0.0.1:{self.port}"
         # Under TLS, trust exactly the server's certificate, as its own agents do.
@@ -85,8 +85,8 @@ class Server:
 def server_factory(tmp_path):
     started = []
 
-    def start(*args, data_dir=None, env=None):
-        s = Server(data_dir or tmp_path / "data", *args, env=env)
+    def start(*args, data_dir=None, env=None, port=None):
+        s = Server(data_dir or tmp_path / "data", *args, env=env, port=port)
         started.append(s)
         return s
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..catalog import PREFIX_OP, Metric
 from ..frame import Frame, SourceStatus
+from ..frame_v3 import ArrowFrame
 from ..timerange import Window
 
 
@@ -112,7 +113,7 @@ class Store(abc.ABC):
     retain: dict[str, int]  # seconds each tier ('second', 'minute', 'hour') is kept
 
     @abc.abstractmethod
-    def ingest(self, frames: list[Frame], *, received_at: float) -> IngestOutcome: ...
+    def ingest(self, frames: list[Frame | ArrowFrame], *, received_at: float) -> IngestOutcome: ...
 
     @abc.abstractmethod
     def aggregate(self, stat: Statistic, window: Window, top: int) -> Aggregate: ...

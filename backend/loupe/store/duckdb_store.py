@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 
 from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family, bucket_label
 from ..frame import Frame, SourceStatus
+from ..frame_v3 import ArrowFrame
 from ..timerange import SECOND_STEP_GRAIN, Window
 from .base import (
     Aggregate, DeleteReport, Heatmap, IngestOutcome, PathSum, PruneReport, Statistic, Store, StoreUnavailable,
@@ -468,7 +469,7 @@ class DuckDBStore(Store):
         return pa.schema(fields)
 
     # ---------------------------------------------------------------- ingest
-    def ingest(self, frames: list[Frame], *, received_at: float) -> IngestOutcome:
+    def ingest(self, frames: list[Frame | ArrowFrame], *, received_at: float) -> IngestOutcome:
         """Store new frames; acknowledge duplicates. Returns once the rows are committed.
 
         Group commit: each request reserves its sequence numbers and queues its
@@ -480,7 +481,7 @@ class DuckDBStore(Store):
         out = IngestOutcome()
         now = int(received_at)
         oldest = now - self.retain["second"] + 3600  # must still be rollable before it is pruned
-        fresh: list[Frame] = []
+        fresh: list[Frame | ArrowFrame] = []
         with self._plock:
             for fr in sorted(frames, key=lambda f: (f.source, f.seq)):
                 if fr.seq <= self._hwm_reserved.get(fr.source, -1):
@@ -496,7 +497,7 @@ class DuckDBStore(Store):
                     self._hwm_reserved[fr.source] = fr.seq
         if not fresh:
             return out
-        by_fam: dict[str, list[Frame]] = defaultdict(list)
+        by_fam: dict[str, list[Frame | ArrowFrame]] = defaultdict(list)
         for fr in fresh:
             by_fam[fr.family].append(fr)
         job = _Job(seqs={fr.source: fr.seq for fr in fresh}, hosts={fr.host for fr in fresh}, seen=received_at)
@@ -689,41 +690,50 @@ class DuckDBStore(Store):
             return None
         return set(heapq.nsmallest(self.top_files, weight, key=lambda k: (-weight[k], k)))
 
-    def _frames_to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
-        """Rows of version-1 frames go through :meth:`_to_arrow`, columns of version-2 frames through
-        :meth:`_columns_to_arrow`; one table for the hot table's layout, and the rows folded."""
-        v1 = [f for f in frames if f.columns is None]
+    def _frames_to_arrow(self, fam: Family, frames: list[Frame | ArrowFrame]) -> tuple[pa.Table, int]:
+        """Rows of version-1 frames go through :meth:`_to_arrow`, columns of version-2 and 3 frames
+        through :meth:`_columns_to_arrow`; one table for the hot table's layout, and the rows folded."""
+        v1 = [f for f in frames if isinstance(f, Frame) and f.columns is None]
         parts = [self._to_arrow(fam, v1)] if v1 else []
-        parts += [self._columns_to_arrow(fam, f) for f in frames if f.columns is not None]
+        for f in frames:
+            if isinstance(f, ArrowFrame):
+                parts.append(self._columns_to_arrow(fam, f.ts, f.host, f.n_rows, f.dims, f.measures, f.hist))
+            elif f.columns is not None:
+                c = f.columns
+                parts.append(self._columns_to_arrow(
+                    fam, f.ts, f.host, c.n, {d: pa.array(v, pa.string()) for d, v in c.dims.items()},
+                    {m: getattr(c, m) for m in MEASURES if getattr(c, m) is not None},
+                    {h: (sh.row, sh.bucket, sh.n) for h, sh in c.hist.items()}))
         if len(parts) == 1:
             return parts[0]
         schema = pa.schema(list(self._stage_schema(fam))[:-1])
         return pa.concat_tables([t.cast(schema) for t, _ in parts]), sum(n for _, n in parts)
 
-    def _columns_to_arrow(self, fam: Family, fr: Frame) -> tuple[pa.Table, int]:
-        """A version-2 frame -> the hot table's narrow layout, without a Python loop over rows.
+    def _columns_to_arrow(self, fam: Family, ts: int, host: str, n: int, dims: dict[str, pa.Array],
+                          measures: dict, hist: dict) -> tuple[pa.Table, int]:
+        """One frame's columns -> the hot table's narrow layout, without a Python loop over rows.
+        `measures` and `hist` (name -> (row, bucket, n)) hold lists or numpy arrays; what is absent
+        is zeros (a dimension: "").
 
         Histograms arrive sparse (row, bucket, n): mapped to column ordinals, sorted by row,
         duplicates summed, and cut into per-row lists by offsets. Files beyond the top K of
         the second fold into FILE_OTHER exactly as :meth:`_to_arrow` folds them."""
-        c = fr.columns
-        n = c.n
-        other_dims = [d for d in fam.dims if d != "host"]
-        cols: dict[str, pa.Array] = {"ts": pa.array(np.full(n, fr.ts, dtype=np.int64)),
-                                     "host": pa.array([fr.host] * n, pa.string())}
-        for d in other_dims:
-            cols[d] = pa.array(c.dims[d] if d in c.dims else [""] * n, pa.string())
+        cols: dict[str, pa.Array] = {"ts": pa.array(np.full(n, ts, dtype=np.int64)),
+                                     "host": pa.repeat(pa.scalar(host, pa.string()), n)}
+        for d in fam.dims:
+            if d != "host":
+                cols[d] = dims[d] if d in dims else pa.repeat(pa.scalar("", pa.string()), n)
         for m in MEASURES:
-            vals = getattr(c, m)
+            vals = measures.get(m)
             cols[m] = pa.array(np.zeros(n, dtype=np.int64) if vals is None else vals, pa.int64())
         rows, ords, counts = [], [], []
         ordinal = _ordinals(fam)
-        for h, sh in c.hist.items():
+        for h, (row, bucket, events) in hist.items():
             spec = HISTOGRAMS[h]
             lookup = np.array([ordinal[h][e] for e in range(spec.lo, spec.hi + 1)], dtype=np.int64)
-            rows.append(np.asarray(sh.row, dtype=np.int64))
-            ords.append(lookup[np.asarray(sh.bucket, dtype=np.int64) - spec.lo])
-            counts.append(np.asarray(sh.n, dtype=np.int64))
+            rows.append(np.asarray(row, dtype=np.int64))
+            ords.append(lookup[np.asarray(bucket, dtype=np.int64) - spec.lo])
+            counts.append(np.asarray(events, dtype=np.int64))
         r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         o = np.concatenate(ords) if ords else np.zeros(0, np.int64)
         v = np.concatenate(counts) if counts else np.zeros(0, np.int64)
@@ -732,27 +742,41 @@ class DuckDBStore(Store):
         fd = fam.fold_dim
         if not fd or n <= self.top_files:
             return table, 0
-        weight = np.where(cols["count"].to_numpy() > 0, cols["count"].to_numpy(), 1)
-        per_file = pa.table({"f": cols[fd], "w": weight}).group_by("f").aggregate([("w", "sum")])
-        if per_file.num_rows <= self.top_files:
+        files = pc.dictionary_encode(cols[fd])
+        if len(files.dictionary) <= self.top_files:
             return table, 0
-        top = pc.sort_indices(per_file, sort_keys=[("w_sum", "descending"), ("f", "ascending")])[: self.top_files]
-        keep = pc.is_in(cols[fd], value_set=per_file.column("f").take(top))
-        return pa.concat_tables([table.filter(keep), self._fold(fam, table.filter(pc.invert(keep)))]), \
-            n - pc.sum(keep).as_py()
+        # Numpy over the file codes: a few compute calls cost more than the work at these sizes.
+        code = files.indices.to_numpy()
+        count = table.column("count").to_numpy()
+        weight = np.zeros(len(files.dictionary), dtype=np.int64)
+        np.add.at(weight, code, np.where(count > 0, count, 1))
+        by_name = np.empty(len(weight), dtype=np.int64)
+        by_name[pc.sort_indices(files.dictionary).to_numpy()] = np.arange(len(weight))
+        kept = np.zeros(len(weight), dtype=bool)
+        kept[np.lexsort((by_name, -weight))[: self.top_files]] = True  # most events first, then by name
+        keep = kept[code]
+        return pa.concat_tables([table.filter(keep), self._fold(fam, table.filter(~keep))]), int(n - keep.sum())
 
     @staticmethod
     def _fold(fam: Family, t: pa.Table) -> pa.Table:
         """Rows of files beyond the top K, as one row per combination of the other dimensions
         with file FILE_OTHER: measures and histogram buckets summed."""
         fd = fam.fold_dim
-        keys = [d for d in fam.dims if d != fd]
+        keys = [d for d in fam.dims if d not in (fd, "host")]  # t is one frame's: one host
         # One group id per row from the codes of its other dimensions (any label may hold any
-        # character, so no joining them with a separator), renumbered after each dimension.
-        gid = np.zeros(t.num_rows, dtype=np.int64)
+        # character, so no joining them with a separator): the codes as digits of one number,
+        # renumbered only when the next digit could overflow it; a constant dimension adds none.
+        gid, size = np.zeros(t.num_rows, dtype=np.int64), 1
         for k in keys:
             enc = pc.dictionary_encode(t.column(k)).combine_chunks()
-            gid = np.unique(gid * len(enc.dictionary) + enc.indices.to_numpy(), return_inverse=True)[1].ravel()
+            if len(enc.dictionary) <= 1:
+                continue
+            if size * len(enc.dictionary) >= 2**62:
+                uniq, gid = np.unique(gid, return_inverse=True)
+                gid, size = gid.ravel(), len(uniq)
+            gid = gid * len(enc.dictionary) + enc.indices.to_numpy()
+            size *= len(enc.dictionary)
+        gid = np.unique(gid, return_inverse=True)[1].ravel()
         g = int(gid.max()) + 1 if len(gid) else 0
         first = np.full(g, len(gid), dtype=np.int64)
         np.minimum.at(first, gid, np.arange(len(gid)))
