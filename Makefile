@@ -182,7 +182,7 @@ test: deps ui bpf
 test-kernel: py-deps bpf
 	$(PY) -m pytest -m kernel tests/kernel $(PYTEST_ARGS)
 
-# bench/run.py (ingest, live, queries, storage), then the browser's part: a live week-long heat map's updates.
+# bench/run.py (ingest, request bodies, live, queries, storage), then the browser's part: a live week-long heat map's updates.
 bench: deps ui
 	@if [ -f bench/run.py ] || [ -f bench/run/__main__.py ]; then \
 		$(PY) -m bench.run; \

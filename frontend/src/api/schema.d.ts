@@ -4924,9 +4924,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description Frames as JSON (versions 1 and 2, this schema), or frame version 3 as application/vnd.apache.arrow.stream: one or more Arrow IPC streams back to back, each frame a record batch, the frame headers and the request's other fields as JSON in the schema metadata (loupe/frame.py describes both). */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["IngestRequest"];
+                "application/vnd.apache.arrow.stream": string;
             };
         };
         responses: {
@@ -4939,7 +4941,7 @@ export interface operations {
                     "application/json": components["schemas"]["IngestResponse"];
                 };
             };
-            /** @description A parameter is wrong (detail says which and why) */
+            /** @description An Arrow IPC body that is cut short or corrupt; detail says where */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4971,7 +4973,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Malformed frame; detail names the field */
+            /** @description Neither JSON nor Arrow IPC */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Malformed frame; detail names the frame and the field */
             422: {
                 headers: {
                     [name: string]: unknown;
