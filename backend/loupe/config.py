@@ -60,8 +60,8 @@ class Settings(BaseSettings):
                                 "once; further elements that hold are withheld and counted")
     webhook_allow: str = Field("", description="Where alert webhook receivers may be, comma-separated: networks "
                                "(10.0.0.0/8, 192.0.2.7, 2001:db8::/32) and host names (trusted with what they resolve "
-                               "to). Unset: anywhere but link-local (cloud metadata), unspecified and multicast "
-                               "addresses")
+                               "to). Unset: anywhere but link-local and fd00:ec2::254 (cloud metadata), "
+                               "unspecified and multicast addresses")
     public_url: str | None = Field(None, description="The address users reach Loupe at, e.g. "
                                    "https://nas1.example:8080: webhook posts then link to their event on the Alerts "
                                    "page and to a worksheet of its statistic; unset, they carry no links")

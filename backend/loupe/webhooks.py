@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-# Cloud metadata services answer on link-local addresses (169.254.169.254, fd00:ec2::254 aside):
-# a webhook must not be a way to make the server read them, so they are refused unless listed.
-LINK_LOCAL = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10"))
+# Cloud metadata services answer on link-local addresses (169.254.169.254) and, on AWS over IPv6,
+# on fd00:ec2::254: a webhook must not be a way to make the server read them, so they are refused
+# unless listed.
+METADATA = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10"),
+            ipaddress.ip_network("fd00:ec2::254/128"))
 
 
 class ReceiverRefused(ValueError):
@@ -59,7 +61,7 @@ class ReceiverPolicy:
 
     def describe(self) -> str:
         if not self.listed:
-            return "unset LOUPE_WEBHOOK_ALLOW refuses link-local, unspecified and multicast addresses"
+            return "unset LOUPE_WEBHOOK_ALLOW refuses link-local, metadata, unspecified and multicast addresses"
         return "LOUPE_WEBHOOK_ALLOW=" + ",".join([str(n) for n in self.networks] + sorted(self.hosts))
 
     def allows(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -67,7 +69,7 @@ class ReceiverPolicy:
             ip = ip.ipv4_mapped
         if self.listed:
             return any(ip in n for n in self.networks)
-        return not (ip.is_unspecified or ip.is_multicast or any(ip in n for n in LINK_LOCAL))
+        return not (ip.is_unspecified or ip.is_multicast or any(ip in n for n in METADATA))
 
     def address(self, host: str, port: int, *, resolve: Callable = socket.getaddrinfo) -> str:
         """The address to connect to for `host`, or ReceiverRefused naming why there is none."""

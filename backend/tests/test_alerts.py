@@ -512,6 +512,8 @@ def test_a_post_is_retried_until_the_receiver_takes_it(setup, receiver):
     ("", "127.0.0.1", True),
     ("", "169.254.169.254", False),                  # a cloud metadata service
     ("", "fe80::1", False),
+    ("", "fd00:ec2::254", False),                    # the same service over IPv6 (AWS)
+    ("", "fd00:ec2::255", True),
     ("", "0.0.0.0", False),
     ("", "224.0.0.1", False),
     ("", "::ffff:169.254.169.254", False),           # the same, IPv4-mapped
@@ -554,7 +556,7 @@ def test_a_receiver_outside_the_list_gets_nothing_and_the_attempt_says_why(setup
     assert rx.posts == [] and b.event(eid)["delivery"] == "failed"
     # a metadata address is refused without any list, and nothing is sent anywhere
     ok, status, error = post("http://169.254.169.254/latest/meta-data", b"{}", {}, 1)
-    assert (ok, status) == (False, None) and "refuses link-local" in error
+    assert (ok, status) == (False, None) and "refuses link-local, metadata" in error
 
 
 def test_a_listed_host_name_is_trusted_with_what_it_resolves_to(setup, receiver):
