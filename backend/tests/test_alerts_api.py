@@ -193,8 +193,8 @@ def test_a_per_client_rule_fires_for_each_client_over_its_threshold(client, rx):
         time.sleep(0.1)
     posts = [json.loads(b) for _, b in rx.posts]
     assert sorted((p["kind"], p["element"]["key"], p["element"].get("name")) for p in posts) == [
-        ("alert.cleared", "10.0.0.7", "nfs-a"), ("alert.cleared", "10.0.0.8", None), ("alert.fired", "10.0.0.7", "nfs-a"),
-        ("alert.fired", "10.0.0.8", None)]
+        ("alert.cleared", "10.0.0.7", "nfs-a"), ("alert.cleared", "10.0.0.8", None),
+        ("alert.fired", "10.0.0.7", "nfs-a"), ("alert.fired", "10.0.0.8", None)]
 
 
 def test_receivers_outside_the_admins_list_are_refused_when_a_rule_is_saved(tmp_path, rx):

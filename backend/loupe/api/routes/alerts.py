@@ -93,7 +93,8 @@ def client_keys(rules: list[AlertRulePublic]) -> list[str]:
 @router.get("/alerts", response_model=AlertRuleList, summary="Alert rules, each with its state")
 def list_rules(p: ViewerDep, loupe: LoupeDep) -> AlertRuleList:
     rules = [_public(loupe, r, p) for r in loupe.alerts.rules()]
-    return AlertRuleList(rules=rules, top_elements=loupe.alert_engine.top_elements, max_open=loupe.alert_engine.max_open,
+    engine = loupe.alert_engine
+    return AlertRuleList(rules=rules, top_elements=engine.top_elements, max_open=engine.max_open,
                          names=loupe.names.names(client_keys(rules)))
 
 
