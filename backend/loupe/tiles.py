@@ -143,6 +143,19 @@ MIN_SPAN = 60
 NICE_STEPS = (1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 
 
+def oldest_second(extent: dict[str, tuple[int, int | None, int | None]]) -> int | None:
+    """The store's oldest second from its tiers' extents (Store.extent). A minute or an hour row's
+    ts is its period's start, up to an hour before the first second it holds: a store started at
+    11:58:30 has an hour row at 11:00 once that hour is rolled up. So a coarser tier counts only
+    where it reaches a whole period before the finer tiers' oldest second (what they have pruned)."""
+    oldest = extent.get("second", (0, None, None))[1]
+    for tier, period in (("minute", 60), ("hour", 3600)):
+        lo = extent.get(tier, (0, None, None))[1]
+        if lo is not None and (oldest is None or lo + period <= oldest):
+            oldest = lo
+    return oldest
+
+
 def spark_window(now: int, oldest: int | None, retain: dict[str, int], span: int = SPARK_SPAN) -> Window:
     """The last `span` seconds, or since the oldest stored second when the store is younger (so a
     new install draws its minutes across the whole sparkline, not as a sliver at the right end),

@@ -257,3 +257,43 @@ def test_a_tile_reports_the_newest_second_and_judges_its_weather_on_the_mean(cli
     tile = next(t for t in client.get("/api/v1/status").json()["tiles"] if t["id"] == "nfs_read")
     assert tile["value"] == pytest.approx(40.0)  # the newest second
     assert tile["level"] == pytest.approx(76.0)  # (9 x 40 + 400) / 10
+
+
+H = 3600
+
+
+@pytest.mark.parametrize(("second", "minute", "hour", "oldest"), [
+    (None, None, None, None),                            # an empty store
+    (11 * H + 3510, 11 * H + 3480, None, 11 * H + 3510),  # a young store: its first second, not its minute
+    (11 * H + 3510, 11 * H + 3480, 11 * H, 11 * H + 3510),  # its hour rolled up: still its first second
+    (12 * H, 11 * H + 3540, 11 * H, 11 * H + 3540),      # seconds pruned up to 12:00: the minutes reach back further
+    (100 * H, 60 * H, 10 * H, 10 * H),                   # seconds and minutes pruned: the hours are the oldest
+    (None, None, 5 * H, 5 * H),                          # only hours left
+    (None, 7 * H + 60, 7 * H, 7 * H + 60),               # no seconds: the minutes within the oldest hour
+])
+def test_the_oldest_second_is_not_a_coarse_periods_start(second, minute, hour, oldest):
+    from loupe.tiles import oldest_second
+
+    ext = {"second": (1, second, None), "minute": (1, minute, None), "hour": (1, hour, None)}
+    assert oldest_second(ext) == oldest
+
+
+def test_a_store_whose_first_seconds_cross_an_hour_gives_its_first_second(tmp_path):
+    """The demo's first 90 s from 11:58:30: once hour 11 is rolled up, the hour tier's row says
+    11:00, but the sparkline starts at the first second (it once spanned a mostly empty hour)."""
+    from factories import NOW, random_nfs_frames
+
+    from loupe.store.duckdb_store import DuckDBStore
+    from loupe.tiles import oldest_second
+
+    top = NOW - NOW % H + H  # an hour boundary
+    s = DuckDBStore(tmp_path / "s.duckdb", clock=lambda: top + 300)
+    try:
+        s.ingest([f for t in range(top - 90, top + 30) for f in random_nfs_frames(t, 1, seed=t, source="d@h")],
+                 received_at=top + 31)
+        s.rollup(top + 300)
+        ext = s.extent()
+        assert ext["hour"][1] == top - H  # the rolled-up hour starts an hour before the data
+        assert oldest_second(ext) == top - 90
+    finally:
+        s.close()

@@ -63,8 +63,7 @@ def status(
     if span <= 0:
         raise QueryError(f"start: {start!r} is not in the past")
     cache = _cache(request)
-    oldest = cache.get("oldest", lambda: min((lo for _, lo, _ in store.extent().values() if lo is not None),
-                                             default=None))
+    oldest = cache.get("oldest", lambda: tiles_mod.oldest_second(store.extent()))
     spark = tiles_mod.spark_window(now, oldest, loupe.retain, span)
     # the current value (the newest second with data) and the weather's trailing mean
     recent = window_for("-15s", "now", retain=loupe.retain, step=1, now=now)
