@@ -211,7 +211,8 @@ class Store(abc.ABC):
 
     def sort_seconds(self, now: int, *, wait: bool = True) -> int:
         """Lay out settled seconds for per-element reads and compression, one span a call (a closed
-        day, or settled hours of the open day); returns rows rewritten, 0 when nothing is left to do.
+        day, or settled hours of the open day); returns rows rewritten (0: none, though an empty span
+        may have been passed over and more may follow on the next call).
         May take minutes: callers run it beside their other upkeep."""
         return 0
 

@@ -1556,12 +1556,19 @@ class DuckDBStore(Store):
             if day is not None:
                 # A day partly pruned already is gone within a day: not worth rewriting.
                 keep = day >= now - self.retain["second"]
-                return self._resort_seconds(day, day + 86400, "seconds_sorted_upto", keep)
+                rows = self._resort_seconds(day, day + 86400, "seconds_sorted_upto", keep)
+                self._seconds_sorted = day + 86400
+                return rows
             spans = merge_spans(upto, max(self._seconds_merged, upto), self._compacted)
-            return self._resort_seconds(*spans[0], "seconds_merged_upto", True) if spans else 0
+            if not spans:
+                return 0
+            rows = self._resort_seconds(*spans[0], "seconds_merged_upto", True)
+            self._seconds_merged = spans[0][1]
+            return rows
 
     def _resort_seconds(self, lo: int, hi: int, mark: str, rewrite: bool) -> int:
-        """Rewrite [lo, hi) of every family's seconds in one transaction and set `mark` to hi."""
+        """Rewrite [lo, hi) of every family's seconds in one transaction that also sets the meta
+        key `mark` to hi; returns the rows rewritten."""
         cur = self._db.cursor()  # its own: close() interrupts it
         self._resorting = cur
         try:
@@ -1578,10 +1585,6 @@ class DuckDBStore(Store):
         finally:
             self._resorting = None
             cur.close()
-        if mark == "seconds_sorted_upto":
-            self._seconds_sorted = hi
-        else:
-            self._seconds_merged = hi
         return rows
 
     def _next_day(self, done: int | None, tier: str, upto: int) -> int | None:
