@@ -20,8 +20,10 @@ APT_PACKAGES ?= python3-venv chromium fonts-liberation docker-compose iproute2 p
 # Build BPF objects (clang, bpftool for vmlinux.h) and load them (libbpf1); the
 # server itself needs only libbpf1 at run time.
 BPF_PACKAGES ?= clang llvm bpftool libbpf-dev libbpf1 libbpf-tools
-# The NFS lab and its tests: a real NFS server, real clients, fio, the knfsd guest.
-LAB_PACKAGES ?= nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind fio qemu-system-x86 debootstrap tshark
+# The NFS lab and its tests: a real NFS server, real clients, fio, the knfsd guest; setpriv
+# (util-linux) and mkfs.ext4 (e2fsprogs) for the open-by-handle tests.
+LAB_PACKAGES ?= nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind fio qemu-system-x86 debootstrap tshark \
+	util-linux e2fsprogs
 # Node.js is preinstalled on the project's machines; fall back to Debian's if absent.
 APT_NODE := $(if $(shell command -v node 2>/dev/null),,nodejs npm)
 
