@@ -104,6 +104,28 @@ def test_concurrent_ingest_group_commits_without_loss_or_duplicates(store):
         {f"a{k}@h": NOW + 39 for k in range(8)}
 
 
+def test_high_water_never_misses_a_mark_a_flush_is_committing(store):
+    """A flush takes the pending marks before its transaction commits; high_water() read between
+    the two once missed the newest acknowledged seq (the agent's spool test met it in CI)."""
+    import threading
+
+    done = threading.Event()
+
+    def flusher():
+        while not done.is_set():
+            store.flush()
+
+    t = threading.Thread(target=flusher)
+    t.start()
+    try:
+        for f in random_nfs_frames(NOW, 200, seed=7, source="hw@h"):
+            assert store.ingest([f], received_at=NOW + 201).stored
+            assert store.high_water().get("hw@h") == f.seq
+    finally:
+        done.set()
+        t.join()
+
+
 def test_rejects_frames_outside_retention_and_future(store):
     old = nfs_frame(NOW - 49 * 3600, [("c", "read", "/a", 1, 1, {})], seq=1)
     fut = nfs_frame(NOW + 3600, [("c", "read", "/a", 1, 1, {})], seq=2)

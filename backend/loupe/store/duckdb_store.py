@@ -1640,13 +1640,17 @@ class DuckDBStore(Store):
             raise
 
     def high_water(self) -> dict[str, int]:
-        """Durable per-source high-water marks: those in the tables, and those of ingest-log records not flushed yet."""
-        out = dict(self._cur.execute(
-            "SELECT source, max(hwm) FROM (SELECT source, hwm FROM seqs UNION ALL SELECT source, hwm FROM seq_log) "
-            "GROUP BY source").fetchall())
-        with self._slock:
-            for src, (q, _) in self._pending_seqs.items():
-                out[src] = max(q, out.get(src, -1))
+        """Durable per-source high-water marks: those in the tables, and those of ingest-log records not flushed yet.
+
+        Read under the write lock: a flush takes the pending marks before its transaction commits,
+        and a read between the two would miss the marks of the newest flushed records."""
+        with self._wlock:
+            out = dict(self._cur.execute(
+                "SELECT source, max(hwm) FROM (SELECT source, hwm FROM seqs UNION ALL SELECT source, hwm FROM seq_log) "
+                "GROUP BY source").fetchall())
+            with self._slock:
+                for src, (q, _) in self._pending_seqs.items():
+                    out[src] = max(q, out.get(src, -1))
         return out
 
     def size_bytes(self) -> int:
