@@ -40,6 +40,31 @@ def test_columns_convert_to_the_same_rows_as_rows(tmp_path, top_files):
         s.close()
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_kept_files_among_ties_are_those_the_rows_path_keeps(tmp_path, seed):
+    """Many files tie at the cut (counts of 0 weigh 1, like counts of 1): the names decide, by code
+    point, the same for columns as for rows; names with non-ASCII characters included."""
+    import random
+
+    rnd = random.Random(seed)
+    names = [f"/e/{rnd.choice(['a', 'B', 'é', 'ß', '日', 'z'])}{i}" for i in range(60)]
+    rows = [{"dims": {"client": f"10.0.0.{rnd.randint(1, 3)}", "op": rnd.choice(["read", "write"]),
+                      "file": rnd.choice(names)},
+             "count": rnd.choice([0, 1, 1, 2, 5]), "bytes": rnd.randint(0, 9), "lat_sum": rnd.randint(0, 99),
+             "hist": {"latency": {str(rnd.randint(10, 35)): 1}, "size": {str(rnd.randint(9, 20)): 2}}}
+            for _ in range(150)]
+    fr = Frame(source="a", seq=1, ts=NOW, family="nfs", host="h", rows=rows)
+    for top in (1, 7, 20, 40):
+        s = DuckDBStore(tmp_path / f"t{top}.duckdb", top_files=top)
+        try:
+            want, folded = s._to_arrow(NFS, [fr])
+            got, folded2 = s._frames_to_arrow(NFS, [as_v2(fr)])
+            assert canonical(got) == canonical(want) and folded2 == folded > 0
+            assert len(set(got.column("file").to_pylist()) - {FILE_OTHER}) == top
+        finally:
+            s.close()
+
+
 def test_folding_keeps_elements_apart_whatever_characters_their_labels_hold(tmp_path):
     """Labels come from agents: ("a\\0b", "c") and ("a", "b\\0c") are two clients/ops, folded or not."""
     s = DuckDBStore(tmp_path / "l.duckdb", top_files=1)

@@ -125,21 +125,58 @@ def _ordinals(fam: Family) -> dict[str, dict[int, int]]:
     return out
 
 
+_ORDINAL_LOOKUP: dict[str, dict[str, tuple[np.ndarray, int]]] = {}
+
+
+def _ordinal_lookup(fam: Family) -> dict[str, tuple[np.ndarray, int]]:
+    """Histogram -> (array of column ordinals by bucket exponent - lo, lo), made once per family."""
+    got = _ORDINAL_LOOKUP.get(fam.name)
+    if got is None:
+        ords = _ordinals(fam)
+        got = _ORDINAL_LOOKUP[fam.name] = {
+            h.name: (np.array([ords[h.name][e] for e in h.buckets], dtype=np.int64), h.buckets[0])
+            for h in fam.hists}
+    return got
+
+
+def _group_ids(keys: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by equal values of every key column: (group id per row, first row of each
+    group), groups numbered in order of their combined codes. Any label may hold any character, so
+    labels are never joined with a separator: their dictionary codes are the digits of one number,
+    renumbered only when the next digit could overflow it; a constant column adds none."""
+    n = len(keys[0]) if keys else 0
+    gid, size = np.zeros(n, dtype=np.int64), 1
+    for col in keys:
+        enc = pc.dictionary_encode(col)
+        card = len(enc.dictionary)
+        if card <= 1:
+            continue
+        if size * card >= 2**62:
+            uniq, gid = np.unique(gid, return_inverse=True)
+            gid, size = gid.ravel(), len(uniq)
+        gid = gid * card + enc.indices.to_numpy()
+        size *= card
+    _, first, gid = np.unique(gid, return_index=True, return_inverse=True)
+    return gid.ravel(), first
+
+
 def _hist_lists(r: np.ndarray, o: np.ndarray, v: np.ndarray, n: int) -> tuple[pa.Array, pa.Array]:
     """Sparse histogram entries (row, bucket ordinal, events) -> ``hk``/``hv`` lists for rows 0..n-1:
     zeros dropped, each row's buckets in order, the same (row, bucket) twice summed into one."""
     nz = v != 0
-    r, o, v = r[nz], o[nz], v[nz]
-    order = np.lexsort((o, r))
-    r, o, v = r[order], o[order], v[order]
-    if len(r) > 1:
-        first = np.ones(len(r), dtype=bool)
-        first[1:] = (r[1:] != r[:-1]) | (o[1:] != o[:-1])
-        at = np.flatnonzero(first)
-        v = np.add.reduceat(v, at)
-        r, o = r[at], o[at]
-    off = pa.array(np.searchsorted(r, np.arange(n + 1)).astype(np.int32))
-    return pa.ListArray.from_arrays(off, pa.array(o.astype(np.uint16))), pa.ListArray.from_arrays(off, pa.array(v))
+    key, v = r[nz] << 16 | o[nz], v[nz]  # ordinals are uint16: (row, ordinal) as one sortable int
+    if len(key) > 1:
+        order = np.argsort(key, kind="stable")
+        key, v = key[order], v[order]
+        first = np.empty(len(key), dtype=bool)
+        first[0], first[1:] = True, key[1:] != key[:-1]
+        if not first.all():
+            at = np.flatnonzero(first)
+            key, v = key[at], np.add.reduceat(v, at)
+    off = np.zeros(n + 1, dtype=np.int32)
+    off[1:] = np.cumsum(np.bincount(key >> 16, minlength=n))
+    return (pa.ListArray.from_arrays(pa.array(off), pa.array((key & 0xFFFF).astype(np.uint16))),
+            pa.ListArray.from_arrays(pa.array(off), pa.array(v)))
 
 
 def _per_element_sql(names: list[str], src: str) -> str:
@@ -715,83 +752,76 @@ class DuckDBStore(Store):
         `measures` and `hist` (name -> (row, bucket, n)) hold lists or numpy arrays; what is absent
         is zeros (a dimension: "").
 
-        Histograms arrive sparse (row, bucket, n): mapped to column ordinals, sorted by row,
-        duplicates summed, and cut into per-row lists by offsets. Files beyond the top K of
-        the second fold into FILE_OTHER exactly as :meth:`_to_arrow` folds them."""
-        cols: dict[str, pa.Array] = {"ts": pa.array(np.full(n, ts, dtype=np.int64)),
-                                     "host": pa.repeat(pa.scalar(host, pa.string()), n)}
-        for d in fam.dims:
-            if d != "host":
-                cols[d] = dims[d] if d in dims else pa.repeat(pa.scalar("", pa.string()), n)
-        for m in MEASURES:
-            vals = measures.get(m)
-            cols[m] = pa.array(np.zeros(n, dtype=np.int64) if vals is None else vals, pa.int64())
+        Histograms arrive sparse (row, bucket, n) and stay sparse until the table is built once:
+        mapped to column ordinals, rows renumbered by the fold, then sorted by row, duplicates
+        summed and cut into per-row lists by offsets. Files beyond the top K of the second fold
+        into FILE_OTHER exactly as :meth:`_to_arrow` folds them."""
+        ordinal = _ordinal_lookup(fam)
         rows, ords, counts = [], [], []
-        ordinal = _ordinals(fam)
         for h, (row, bucket, events) in hist.items():
-            spec = HISTOGRAMS[h]
-            lookup = np.array([ordinal[h][e] for e in range(spec.lo, spec.hi + 1)], dtype=np.int64)
+            lookup, lo = ordinal[h]
             rows.append(np.asarray(row, dtype=np.int64))
-            ords.append(lookup[np.asarray(bucket, dtype=np.int64) - spec.lo])
+            ords.append(lookup[np.asarray(bucket, dtype=np.int64) - lo])
             counts.append(np.asarray(events, dtype=np.int64))
         r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         o = np.concatenate(ords) if ords else np.zeros(0, np.int64)
         v = np.concatenate(counts) if counts else np.zeros(0, np.int64)
-        cols["hk"], cols["hv"] = _hist_lists(r, o, v, n)
-        table = pa.table(cols)
-        fd = fam.fold_dim
-        if not fd or n <= self.top_files:
-            return table, 0
-        files = pc.dictionary_encode(cols[fd])
-        if len(files.dictionary) <= self.top_files:
-            return table, 0
-        # Numpy over the file codes: a few compute calls cost more than the work at these sizes.
-        code = files.indices.to_numpy()
-        count = table.column("count").to_numpy()
-        weight = np.zeros(len(files.dictionary), dtype=np.int64)
-        np.add.at(weight, code, np.where(count > 0, count, 1))
-        by_name = np.empty(len(weight), dtype=np.int64)
-        by_name[pc.sort_indices(files.dictionary).to_numpy()] = np.arange(len(weight))
-        kept = np.zeros(len(weight), dtype=bool)
-        kept[np.lexsort((by_name, -weight))[: self.top_files]] = True  # most events first, then by name
-        keep = kept[code]
-        return pa.concat_tables([table.filter(keep), self._fold(fam, table.filter(~keep))]), int(n - keep.sum())
+        meas = {m: np.zeros(n, np.int64) if measures.get(m) is None else np.asarray(measures[m], np.int64)
+                for m in MEASURES}
+        names = [d for d in fam.dims if d != "host"]
+        cols_in = {d: dims[d] if d in dims else pa.repeat(pa.scalar("", pa.string()), n) for d in names}
+        keep = self._kept_rows(fam, n, dims, meas["count"])
+        if keep is None:
+            out_n, folded = n, 0
+            cols: dict[str, pa.Array] = dict(cols_in)
+        else:
+            # Kept rows first, in their order, then one row per group of the folded rows' other
+            # dimensions, as their first row shows them; histogram entries follow their row there.
+            kidx, fidx = np.flatnonzero(keep), np.flatnonzero(~keep)
+            gid, first = _group_ids([cols_in[d].take(fidx) for d in names if d != fam.fold_dim])
+            g = len(first)
+            out_n, folded = len(kidx) + g, len(fidx)
+            take = pa.array(np.concatenate([kidx, fidx[first]]))
+            cols = {d: cols_in[d].take(take) for d in names if d != fam.fold_dim}
+            cols[fam.fold_dim] = pa.concat_arrays([cols_in[fam.fold_dim].take(pa.array(kidx)),
+                                                   pa.repeat(pa.scalar(FILE_OTHER, pa.string()), g)])
+            for m, vals in meas.items():
+                acc = np.zeros(g, dtype=np.int64)
+                np.add.at(acc, gid, vals[fidx])
+                meas[m] = np.concatenate([vals[kidx], acc])
+            renumber = np.empty(n, dtype=np.int64)
+            renumber[kidx] = np.arange(len(kidx))
+            renumber[fidx] = len(kidx) + gid
+            r = renumber[r]
+        out = {"ts": pa.array(np.full(out_n, ts, dtype=np.int64)),
+               "host": pa.repeat(pa.scalar(host, pa.string()), out_n)}
+        out.update((d, cols[d]) for d in names)
+        out.update((m, pa.array(vals)) for m, vals in meas.items())
+        out["hk"], out["hv"] = _hist_lists(r, o, v, out_n)
+        return pa.table(out), folded
 
-    @staticmethod
-    def _fold(fam: Family, t: pa.Table) -> pa.Table:
-        """Rows of files beyond the top K, as one row per combination of the other dimensions
-        with file FILE_OTHER: measures and histogram buckets summed."""
+    def _kept_rows(self, fam: Family, n: int, dims: dict[str, pa.Array], count: np.ndarray) -> np.ndarray | None:
+        """Which rows keep their file: those of the top K files of the second by events (a row
+        of count 0 weighs 1), most first, then by name; None when every file fits."""
         fd = fam.fold_dim
-        keys = [d for d in fam.dims if d not in (fd, "host")]  # t is one frame's: one host
-        # One group id per row from the codes of its other dimensions (any label may hold any
-        # character, so no joining them with a separator): the codes as digits of one number,
-        # renumbered only when the next digit could overflow it; a constant dimension adds none.
-        gid, size = np.zeros(t.num_rows, dtype=np.int64), 1
-        for k in keys:
-            enc = pc.dictionary_encode(t.column(k)).combine_chunks()
-            if len(enc.dictionary) <= 1:
-                continue
-            if size * len(enc.dictionary) >= 2**62:
-                uniq, gid = np.unique(gid, return_inverse=True)
-                gid, size = gid.ravel(), len(uniq)
-            gid = gid * len(enc.dictionary) + enc.indices.to_numpy()
-            size *= len(enc.dictionary)
-        gid = np.unique(gid, return_inverse=True)[1].ravel()
-        g = int(gid.max()) + 1 if len(gid) else 0
-        first = np.full(g, len(gid), dtype=np.int64)
-        np.minimum.at(first, gid, np.arange(len(gid)))
-        cols = {"ts": pa.array(np.full(g, t.column("ts")[0].as_py(), dtype=np.int64))}
-        for d in fam.dims:
-            cols[d] = pa.array([FILE_OTHER] * g, pa.string()) if d == fd else t.column(d).take(first)
-        for m in MEASURES:
-            acc = np.zeros(g, dtype=np.int64)
-            np.add.at(acc, gid, t.column(m).to_numpy())
-            cols[m] = pa.array(acc)
-        hk, hv = t.column("hk").combine_chunks(), t.column("hv").combine_chunks()
-        parent = pc.list_parent_indices(hk).to_numpy()
-        cols["hk"], cols["hv"] = _hist_lists(gid[parent], pc.list_flatten(hk).to_numpy().astype(np.int64),
-                                             pc.list_flatten(hv).to_numpy(), g)
-        return pa.table(cols)
+        if not fd or n <= self.top_files or fd not in dims:
+            return None
+        files = pc.dictionary_encode(dims[fd])
+        nd = len(files.dictionary)
+        if nd <= self.top_files:
+            return None
+        code = files.indices.to_numpy()
+        weight = np.zeros(nd, dtype=np.int64)
+        np.add.at(weight, code, np.where(count > 0, count, 1))
+        # Everything above the K-th largest weight is kept; names decide only among the files
+        # that tie with it, so only those are sorted (strings sort by code point, as in Python).
+        k = self.top_files
+        cut = np.partition(weight, nd - k)[nd - k]
+        kept = weight > cut
+        tie = np.flatnonzero(weight == cut)
+        by_name = pc.sort_indices(files.dictionary.take(pa.array(tie))).to_numpy()
+        kept[tie[by_name[: k - int(kept.sum())]]] = True
+        return kept[code]
 
     def _to_arrow(self, fam: Family, frames: list[Frame]) -> tuple[pa.Table, int]:
         """Frames -> one narrow Arrow table for ``f_s_hot`` (histograms as ordinal/count lists).
