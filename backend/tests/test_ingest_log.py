@@ -5,6 +5,7 @@ import pathlib
 import shutil
 import subprocess
 import threading
+import zlib
 
 import pytest
 from factories import NOW, random_nfs_frames
@@ -255,3 +256,32 @@ def test_a_full_log_disk_refuses_ingest_and_loses_nothing_acknowledged(tmp_path)
             s.close()
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+def _as_previous_format(record: bytes) -> bytes:
+    """A record as a server before CRC-32C wrote it: magic LPL1, zlib's CRC-32."""
+    _, hl, bl, _ = ingest_log.HEAD.unpack_from(record)
+    rest = record[ingest_log.HEAD.size:]
+    return ingest_log.HEAD.pack(b"LPL1", hl, bl, zlib.crc32(rest)) + rest
+
+
+def test_records_of_the_previous_format_are_replayed_and_checked(tmp_path):
+    probe = DuckDBStore(tmp_path / "p.duckdb", clock=lambda: NOW)
+    frames = random_nfs_frames(NOW, 3)
+    tables = [probe._to_arrow(FAMILIES["nfs"], [f])[0] for f in frames]
+    probe.close()
+    recs = [b"".join(ingest_log.encode(lsn, {"a@h": frames[lsn - 1].seq}, ["nas1"], NOW, {"nfs": t}))
+            for lsn, t in zip((1, 2, 3), tables)]
+    old = [_as_previous_format(r) for r in recs]
+    seg = tmp_path / "old.log"
+    seg.write_bytes(old[0] + recs[1] + old[2])  # a store upgraded between two flushes: both formats
+    records, good, why = read_segment(seg)
+    assert [r.lsn for r in records] == [1, 2, 3] and why is None and good == seg.stat().st_size
+    assert [r.tables["nfs"].equals(t) for r, t in zip(records, tables)] == [True] * 3
+    # a flipped bit in either format fails its own checksum
+    for bad in (old[0], recs[0]):
+        flipped = bytearray(bad)
+        flipped[-5] ^= 1
+        seg.write_bytes(bytes(flipped))
+        records, good, why = read_segment(seg)
+        assert records == [] and good == 0 and "failing its checksum" in why
