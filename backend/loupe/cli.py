@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .config import Settings
+from .config import settings_or_exit
 
 
 def _serve(argv: list[str]) -> int:
@@ -22,7 +22,7 @@ def _serve(argv: list[str]) -> int:
                    help="do not collect this machine's data in-process")
     a = p.parse_args(argv)
     overrides = {k: v for k, v in vars(a).items() if v is not None}
-    settings = Settings(**overrides)
+    settings = settings_or_exit("loupe serve", **overrides)
     import uvicorn
 
     from .api.main import base_url, create_app
@@ -50,7 +50,7 @@ def _health(argv: list[str]) -> int:
     p.add_argument("--port", type=int, help="port (LOUPE_PORT, default 8470)")
     p.add_argument("--timeout", type=float, default=4.0)
     a = p.parse_args(argv)
-    settings = Settings(**({"port": a.port} if a.port else {}))
+    settings = settings_or_exit("loupe health", **({"port": a.port} if a.port else {}))
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "", "127.0.0.1") else settings.host
     host = "[::1]" if host == "::" else (f"[{host}]" if ":" in host else host)
     ctx = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -80,6 +81,18 @@ class Settings(BaseSettings):
                                   "timed out) is left alone before it is asked again")
     dns_workers: int = Field(2, ge=1, le=32, description="Reverse lookups running at once")
 
+    @field_validator("admin_password")
+    @classmethod
+    def _admin_password(cls, v: str | None) -> str | None:
+        from .auth import AuthError, check_password
+
+        if v is None:
+            return None
+        try:
+            return check_password(v)
+        except AuthError as e:  # refused at start, named, instead of failing the first start's bootstrap
+            raise ValueError(str(e)) from None
+
     @field_validator("client_names")
     @classmethod
     def _policy(cls, v: str) -> str:
@@ -111,3 +124,20 @@ class Settings(BaseSettings):
 
 def get_settings() -> Settings:
     return Settings()
+
+
+def settings_or_exit(prog: str, **overrides) -> Settings:
+    """Settings for a command: a bad value ends it with one line per problem, naming the
+    environment variable (or the flag that set it), instead of a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        for err in e.errors():
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            where = f"--{name.replace('_', '-')}" if name in overrides else f"LOUPE_{name.upper()}"
+            msg = err["msg"].removeprefix("Value error, ")
+            got = f" (got {err['input']!r})" if name != "admin_password" and not isinstance(err["input"], dict) else ""
+            print(f"{prog}: {where}: {msg}{got}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .config import Settings
+from .config import settings_or_exit
 
 
 class ApiError(RuntimeError):
@@ -36,7 +36,7 @@ def api_token(given: str | None) -> str | None:
     if os.environ.get("LOUPE_API_TOKEN"):
         return os.environ["LOUPE_API_TOKEN"]
     try:
-        return (Settings().data_dir / "cli.token").read_text().strip() or None
+        return (settings_or_exit("loupe run").data_dir / "cli.token").read_text().strip() or None
     except OSError:
         return None
 
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     a = p.parse_args(argv)
     if not command:
         p.error("give the benchmark's command after --")
-    base = a.server or f"http://127.0.0.1:{Settings().port}"
+    base = a.server or f"http://127.0.0.1:{settings_or_exit('loupe run').port}"
     global TOKEN
     TOKEN = api_token(a.token)
     if shutil.which(command[0]) is None:  # before the run exists: an operator may mark runs, not delete them

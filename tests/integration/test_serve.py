@@ -154,3 +154,17 @@ def test_backup_and_restore_of_the_data_directory(server_factory, tmp_path):
     fr = dict(frames[0], source="nas2@h", seq=1)
     r = httpx.post(s2.base + "/api/v1/ingest", json={"frames": [fr]}, headers={"Authorization": f"Bearer {agent_token}"})
     assert r.status_code == 200 and r.json()["accepted"] == 1
+
+
+@pytest.mark.parametrize(("env", "args", "said"), [
+    ({"LOUPE_PORT": "abc"}, [], "loupe serve: LOUPE_PORT: Input should be a valid integer"),
+    ({}, ["--port", "99999"], "loupe serve: --port: Input should be less than or equal to 65535 (got 99999)"),
+    ({"LOUPE_ADMIN_PASSWORD": "short"}, [], "loupe serve: LOUPE_ADMIN_PASSWORD: password must have at least 10"),
+    ({"LOUPE_DB_MEMORY_LIMIT": "lots"}, [], "loupe serve: LOUPE_DB_MEMORY_LIMIT: String should match pattern"),
+])
+def test_a_bad_setting_stops_serve_with_one_line_naming_it(tmp_path, env, args, said):
+    r = subprocess.run([sys.executable, "-m", "loupe.cli", "serve", "--data-dir", str(tmp_path / "d"), *args],
+                       env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "short" not in r.stderr  # a password is never echoed
+    assert not (tmp_path / "d").exists()  # nothing created
