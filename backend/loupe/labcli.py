@@ -165,12 +165,13 @@ def _watch(title: str, clients: int, seconds: float, start_at: float, busy) -> N
     """Until `busy()` is false: a progress line rewritten in place on a terminal, else one line."""
     t0 = time.time()
     tty = sys.stderr.isatty()
+    who = f"{clients} client{'s' * (clients != 1)}"
     if not tty:
-        _say(f"{title}: {clients} clients for {seconds:g} s")
+        _say(f"{title}: {who} for {seconds:g} s")
     while busy():
         if tty:
             left = max(0.0, start_at + seconds - time.time())
-            print(f"\rloupe lab: {title}: {clients} clients, {time.time() - t0:4.0f} s, about {left:3.0f} s left ",
+            print(f"\rloupe lab: {title}: {who}, {time.time() - t0:4.0f} s, about {left:3.0f} s left ",
                   end="", file=sys.stderr, flush=True)
         time.sleep(0.5)
     if tty:
