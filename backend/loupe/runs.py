@@ -81,7 +81,8 @@ def _fio_dir(job: dict, d: str, where: str) -> tuple[int, int, float]:
             _count(x.get("runtime", 0), f"{where}.{d}.runtime") / 1000.0)
 
 
-def _fio_sum(jobs: list, client: str, where: str) -> ClientResult:
+def _fio_sum(jobs: list, client: str, where: str, engine: str | None = None) -> ClientResult:
+    """`jobs` summed; `engine`: the report's global ioengine, unless a job names its own."""
     r = ClientResult(client)
     runtime = 0.0
     for i, job in enumerate(jobs):
@@ -89,10 +90,15 @@ def _fio_sum(jobs: list, client: str, where: str) -> ClientResult:
             raise ResultsError(f"{where}[{i}]: expected an object")
         rb, ro, rt = _fio_dir(job, "read", f"{where}[{i}]")
         wb, wo, wt = _fio_dir(job, "write", f"{where}[{i}]")
-        r.read_bytes += rb
-        r.read_ops += ro
-        r.write_bytes += wb
-        r.write_ops += wo
+        opts = job.get("job options")
+        here = (opts.get("ioengine") if isinstance(opts, dict) else None) or engine
+        if here == "filecreate":  # each I/O is one file created; its "bytes" are never written
+            r.create_ops += ro + wo
+        else:
+            r.read_bytes += rb
+            r.read_ops += ro
+            r.write_bytes += wb
+            r.write_ops += wo
         runtime = max(runtime, rt, wt)
     r.runtime = runtime or None
     return r
@@ -100,9 +106,12 @@ def _fio_sum(jobs: list, client: str, where: str) -> ClientResult:
 
 def parse_fio(doc: dict, client: str | None = None) -> list[ClientResult]:
     """fio --output-format=json. ``client_stats`` (fio --client) gives one result per host name
-    (its "All clients" summary is skipped); otherwise ``jobs`` are summed as `client`'s."""
+    (its "All clients" summary is skipped); otherwise ``jobs`` are summed as `client`'s. A job of
+    fio's filecreate engine counts its I/Os as files created, and no bytes."""
     if not isinstance(doc, dict):
         raise ResultsError("fio report: expected a JSON object")
+    glob = doc.get("global options")
+    engine = glob.get("ioengine") if isinstance(glob, dict) else None
     stats = doc.get("client_stats")
     if stats:
         if not isinstance(stats, list):
@@ -114,13 +123,13 @@ def parse_fio(doc: dict, client: str | None = None) -> list[ClientResult]:
             if s.get("jobname") == "All clients":
                 continue
             by_host.setdefault(s["hostname"], []).append(s)
-        return [_fio_sum(js, host, f"client_stats({host})") for host, js in by_host.items()]
+        return [_fio_sum(js, host, f"client_stats({host})", engine) for host, js in by_host.items()]
     jobs = doc.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise ResultsError("fio report: no jobs (run fio with --output-format=json)")
     if not client:
         raise ResultsError("fio report of one machine: say which client address it is (client=...)")
-    return [_fio_sum(jobs, client, "jobs")]
+    return [_fio_sum(jobs, client, "jobs", engine)]
 
 
 def parse_simple(rows) -> list[ClientResult]:

@@ -31,6 +31,24 @@ def test_a_real_fio_json_report_is_read_as_the_client_reported_it(tmp_path):
     assert r.bytes == 2 * 2 * 1024 * 1024  # each job covers its 2 MiB file once
 
 
+def test_fios_filecreate_jobs_count_files_created_not_bytes(tmp_path):
+    """fio's filecreate engine reports each created (empty) file as a write of `bs` bytes."""
+    if not shutil.which("fio"):
+        unavailable("fio is not installed (make deps installs it)")
+    job = tmp_path / "job.fio"
+    job.write_text(f"[global]\nioengine=filecreate\ndirectory={tmp_path}\nnrfiles=30\nfilesize=4k\nbs=4k\n"
+                   "thread=1\nnumjobs=2\nrw=write\n[fc]\n[plain]\nioengine=psync\nnumjobs=1\nnrfiles=1\nfilesize=64k\n"
+                   "bs=16k\n")
+    out = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, check=True).stdout
+    doc = json.loads(out[out.index("{"):])
+    made = [f for f in tmp_path.iterdir() if f.name.startswith("fc.")]
+    assert len(made) == 60 and all(f.stat().st_size == 0 for f in made)
+    assert sum(j["write"]["total_ios"] for j in doc["jobs"] if j["jobname"] == "fc") == 60  # fio counts them as I/O
+    [r] = parse_fio(doc, "10.0.0.7")
+    assert (r.create_ops, r.write_ops, r.read_bytes) == (60, 4, 0)
+    assert r.write_bytes == 64 * 1024  # only the psync job's: its engine is its own, not the global filecreate
+
+
 def test_fio_client_server_reports_give_one_result_per_host():
     job = lambda host, rb, wb: {"jobname": "j", "hostname": host, "read": {"io_bytes": rb, "total_ios": rb // 4096, "runtime": 5000},  # noqa: E731
                                 "write": {"io_bytes": wb, "total_ios": wb // 4096, "runtime": 4000}}

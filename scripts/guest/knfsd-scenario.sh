@@ -24,36 +24,17 @@ out=$1; shift
 [ "$#" -ge 1 ] || { echo "usage: $0 OUT_DIR name:version:size:bs..." >&2; exit 64; }
 say() { echo "knfsd-scenario: $*"; }
 
-# --- the server ---------------------------------------------------------------
-modprobe nfsd
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-# Before rpc.nfsd starts: otherwise NFSv4 sits in its 90 s grace period and v4
-# mounts/opens stall until it ends.
-echo 10 > /proc/fs/nfsd/nfsv4gracetime
-echo 10 > /proc/fs/nfsd/nfsv4leasetime
-mkdir -p /srv/export /run/rpcbind /var/lib/nfs
-mountpoint -q /srv/export || mount -t tmpfs -o size=1g,mode=0777 loupe-export /srv/export
-rpcbind -w
-exportfs -o rw,sync,fsid=1,no_root_squash,no_subtree_check,insecure 10.99.0.0/24:/srv/export
+# --- the server and the clients' namespaces ------------------------------------
+. "$(dirname "$0")/knfsd-lib.sh"
+mountpoint -q /srv/export || { mkdir -p /srv/export; mount -t tmpfs -o size=1g,mode=0777 loupe-export /srv/export; }
+knfsd_start /srv/export 4
 exportfs -v > "$out/exports.txt"
-rpc.mountd
-rpc.nfsd 4
 cat /proc/fs/nfsd/versions > "$out/nfsd-versions.txt"
 say "knfsd up, versions: $(cat "$out/nfsd-versions.txt")"
-
-# --- the network: one bridge, one namespace per client -----------------------
-ip link add lnfs0 type bridge
-ip addr add 10.99.0.1/24 dev lnfs0
-ip link set lnfs0 up
 i=0
 for spec in "$@"; do
     i=$((i + 1)); name=${spec%%:*}
-    ip netns add "$name"
-    ip link add "lnfs-$name" type veth peer name eth0 netns "$name"
-    ip link set "lnfs-$name" master lnfs0 up
-    ip -n "$name" addr add "10.99.0.$((10 + i))/24" dev eth0
-    ip -n "$name" link set eth0 up
-    ip -n "$name" link set lo up
+    client_netns "$i" "$name"
     mkdir -p "/srv/export/$name"
 done
 
@@ -77,8 +58,7 @@ for spec in "$@"; do
     IFS=: read -r name vers size bs <<EOF
 $spec
 EOF
-    opts="vers=$vers,proto=tcp,hard,timeo=600"
-    [ "$vers" = 3 ] && opts="$opts,nolock"
+    opts=$(nfs_mount_opts "$vers")
     ip netns exec "$name" sh -c "
         set -e
         mkdir -p /mnt/loupe-nfs
@@ -118,9 +98,10 @@ if [ -n "$bg_pid" ]; then
 fi
 
 # --- tear down ----------------------------------------------------------------
-rpc.nfsd 0
-exportfs -ua
-for spec in "$@"; do ip netns del "${spec%%:*}"; done
-ip link del lnfs0
+knfsd_stop
+names=
+for spec in "$@"; do names="$names ${spec%%:*}"; done
+# shellcheck disable=SC2086  # one word per client
+clients_down $names
 [ "$rc" -eq 0 ] && say "all clients done" || say "a client failed (see client-*.log)"
 exit "$rc"

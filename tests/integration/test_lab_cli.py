@@ -51,3 +51,9 @@ def test_loupe_lab_refuses_bad_knobs_with_a_clear_message():
     r = subprocess.run([sys.executable, "-m", "loupe.cli", "lab", "--workload", "nope"], capture_output=True,
                        text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 2 and "invalid choice: 'nope'" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "loupe.cli", "lab", "--nfs-server", "knfsd", "--file-size", "100K"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and "--file-size: on knfsd, at least 1M and a multiple of 64K" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "loupe.cli", "lab", "--nfs-server", "knfsd", "--nfs-version", "3,5"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and "not NFS versions: '3,5'" in r.stderr

@@ -5,7 +5,8 @@ root, qemu or debootstrap is missing). ``knfsd_guest``: a function that boots th
 guest, optionally starts a background command in it (e.g. the Loupe agent pushing
 to ``http://10.0.2.2:PORT``), runs the knfsd + fio scenario and returns a
 ``guest.Scenario`` (fio's JSON per client, mount lines, nfsd counters, the
-command's log). ``loupe_server``: a real ``loupe serve`` on the host, on a free port.
+command's log). ``loupe_server``: a real ``loupe serve`` on the host, on a free port;
+``loupe_server_on``: a function that starts one on a given data directory.
 """
 
 from __future__ import annotations
@@ -84,10 +85,16 @@ class LoupeServer:
         self.api_token = (data_dir / "cli.token").read_text().strip()
 
     def get(self, path: str, **params):
+        return self._call("GET", path, params=params)
+
+    def post(self, path: str, body: dict):
+        return self._call("POST", path, json=body)
+
+    def _call(self, method: str, path: str, **kw):
         import httpx
 
-        r = httpx.get(self.base + path, params=params, timeout=10,
-                      headers={"Authorization": f"Bearer {self.api_token}"})
+        r = httpx.request(method, self.base + path, timeout=10, headers={"Authorization": f"Bearer {self.api_token}"},
+                          **kw)
         r.raise_for_status()
         return r.json()
 
@@ -108,4 +115,18 @@ def loupe_server(tmp_path_factory):
     try:
         yield server
     finally:
+        server.stop()
+
+
+@pytest.fixture
+def loupe_server_on():
+    """Call with a data directory (e.g. one a `loupe lab` left behind); stopped after the test."""
+    started = []
+
+    def start(data_dir: Path) -> LoupeServer:
+        started.append(LoupeServer(data_dir))
+        return started[-1]
+
+    yield start
+    for server in started:
         server.stop()

@@ -1,15 +1,9 @@
-"""The knfsd test guest: a Debian 12 VM under QEMU that runs scripts for the tests.
+"""The knfsd test guest: the kernel tests' side of ``loupe.lab.guest`` (booting the Debian 12
+VM under QEMU, building its image), plus the knfsd + fio scenario and the kernel facts.
 
 The host kernel has no NFS server, so tests of the kernel NFS server (knfsd) probe
 run in a guest with Debian's stock 6.1 kernel (scripts/guest/build-image.sh builds
-and caches it). Every boot uses ``snapshot=on``: the cached image never changes.
-
-In the guest: the repo is at ``/repo`` (read-only 9p), the run's job folder at
-``/job`` (read-write 9p: job.sh in, results out), ``python3 -m loupe_probes.agent``
-works (``loupe`` and ``loupe_probes`` resolve to the repo's backend/loupe and
-probes/ through ``PYTHONPATH=/opt/loupe-py``), and the host's loopback answers at
-10.0.2.2 (QEMU user networking), so an agent in the guest can push frames to a
-backend the test started on the host at 127.0.0.1.
+and caches it); what the guest offers a job is described in ``loupe.lab.guest``.
 
 Also a command line (as root)::
 
@@ -22,153 +16,25 @@ Also a command line (as root)::
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-GUEST_SCRIPTS = REPO / "scripts" / "guest"
-CACHE = Path(os.environ.get("LOUPE_GUEST_CACHE", REPO / ".cache" / "guest"))
+try:
+    from loupe.lab.guest import (CACHE, GUEST_SCRIPTS, HOST_FROM_GUEST, REPO, GuestError, GuestRun,  # noqa: F401
+                                 build_image, missing_prerequisites, run)
+except ImportError:  # run as a script by a python3 without Loupe installed: the checkout's own
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "backend"))
+    from loupe.lab.guest import (CACHE, GUEST_SCRIPTS, HOST_FROM_GUEST, REPO, GuestError, GuestRun,  # noqa: F401
+                                 build_image, missing_prerequisites, run)
+
 TESTDATA = Path(__file__).resolve().parent / "testdata"
 ATTACH_CHECK_SRC = Path(__file__).resolve().parent / "bpf" / "attach_check.bpf.c"
-HOST_FROM_GUEST = "10.0.2.2"  # QEMU user networking: the host's 127.0.0.1
-EXIT_MARK = re.compile(r"^LOUPE-GUEST-EXIT (\d+)\s*$", re.M)
-
-# Put in front of every job script: the environment a test's command expects.
-PRELUDE = f"""\
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export LOUPE_REPO=/repo LOUPE_JOB=/job LOUPE_HOST_ADDR={HOST_FROM_GUEST}
-# The repo share is read-only: no __pycache__ there.
-export PYTHONDONTWRITEBYTECODE=1
-mkdir -p /opt/loupe-py
-ln -sfn /repo/backend/loupe /opt/loupe-py/loupe
-ln -sfn /repo/probes /opt/loupe-py/loupe_probes
-export PYTHONPATH=/opt/loupe-py
-"""
-
-
-class GuestError(RuntimeError):
-    """The guest could not be built or booted, or did not finish its job."""
-
-
-def missing_prerequisites() -> str | None:
-    """Why the guest cannot run on this machine, or None when it can."""
-    if os.geteuid() != 0:
-        return "the knfsd guest needs root (debootstrap, chroot)"
-    for tool, pkg in [("qemu-system-x86_64", "qemu-system-x86"), ("debootstrap", "debootstrap"),
-                      ("mkfs.ext4", "e2fsprogs"), ("apt-get", "apt")]:
-        if not shutil.which(tool):
-            return f"{tool} not found (Debian package {pkg}; `make apt-deps` installs it)"
-    return None
-
-
-def build_image(out: Path = CACHE, timeout: float = 1800) -> Path:
-    """Build (or reuse) the guest image; returns its folder (vmlinuz, initrd.img, rootfs.ext4)."""
-    proc = subprocess.run(["bash", str(GUEST_SCRIPTS / "build-image.sh"), str(out)], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise GuestError(f"scripts/guest/build-image.sh failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    image = Path(proc.stdout.strip().splitlines()[-1])
-    for f in ("vmlinuz", "initrd.img", "rootfs.ext4"):
-        if not (image / f).is_file():
-            raise GuestError(f"build-image.sh printed {image}, which has no {f}")
-    return image
-
-
-def accel_args() -> list[str]:
-    """KVM when this CPU offers vmx/svm and /dev/kvm is usable, else multi-threaded TCG.
-
-    (A /dev/kvm without vmx/svm in /proc/cpuinfo, as on paravirtualised hosts,
-    cannot boot a stock kernel.)
-    """
-    try:
-        flags = set(re.findall(r"\b(vmx|svm)\b", Path("/proc/cpuinfo").read_text()))
-    except OSError:
-        flags = set()
-    if flags and os.access("/dev/kvm", os.R_OK | os.W_OK):
-        return ["-accel", "kvm", "-cpu", "host"]
-    return ["-accel", "tcg,thread=multi", "-cpu", "max"]
-
-
-@dataclass
-class GuestRun:
-    rc: int | None  # the job's exit status; None if the guest never said (crash, time-out)
-    console: str  # everything on the serial console: kernel messages and the job's output
-    job: Path  # the job folder, with whatever the job wrote to /job
-    seconds: float
-
-    def text(self, name: str) -> str | None:
-        p = self.job / name
-        return p.read_text(errors="replace") if p.is_file() else None
-
-    def check(self) -> GuestRun:
-        """Raise GuestError, with the console's tail, unless the job exited 0."""
-        if self.rc != 0:
-            what = "never finished" if self.rc is None else f"exited {self.rc}"
-            raise GuestError(f"guest job {what} after {self.seconds:.0f} s; console tail:\n{self.console[-6000:]}")
-        return self
-
-
-def run(script: str, *, job_dir: Path | None = None, image: Path | None = None, timeout: float = 600,
-        memory_mb: int = 2048, cpus: int = 2, repo: Path = REPO) -> GuestRun:
-    """Boot the guest, run ``script`` (sh) in it as root, power off; QEMU is killed by PID at the end.
-
-    ``job_dir`` becomes /job in the guest (a temporary folder when None); files put
-    there beforehand are visible to the script. ``timeout`` only guards against a hung
-    guest. The result's ``rc`` comes from /job/exit-code, else from the console.
-    """
-    image = image or build_image()
-    job = Path(job_dir) if job_dir else Path(tempfile.mkdtemp(prefix="loupe-guest-"))
-    job.mkdir(parents=True, exist_ok=True)
-    for stale in ("exit-code", "console.log"):
-        (job / stale).unlink(missing_ok=True)
-    (job / "job.sh").write_text(PRELUDE + "\n" + script + "\n")
-    console = job / "console.log"
-    cmd = [
-        "qemu-system-x86_64", "-name", "loupe-knfsd-guest", *accel_args(),
-        "-smp", str(cpus), "-m", str(memory_mb),
-        "-kernel", str(image / "vmlinuz"), "-initrd", str(image / "initrd.img"),
-        "-append", "console=ttyS0,115200 root=/dev/vda rw rootwait init=/usr/local/sbin/loupe-guest-init "
-                   "panic=-1 net.ifnames=0 quiet loglevel=4",
-        "-drive", f"file={image / 'rootfs.ext4'},format=raw,if=virtio,snapshot=on",
-        "-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0",
-        "-fsdev", f"local,id=repo,path={repo},security_model=none,readonly=on",
-        "-device", "virtio-9p-pci,fsdev=repo,mount_tag=repo",
-        "-fsdev", f"local,id=job,path={job},security_model=none",
-        "-device", "virtio-9p-pci,fsdev=job,mount_tag=job",
-        "-display", "none", "-monitor", "none", "-serial", f"file:{console}", "-no-reboot",
-    ]
-    start = time.monotonic()
-    with open(job / "qemu.log", "w") as qlog:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-    seconds = time.monotonic() - start
-    text = console.read_text(errors="replace") if console.exists() else ""
-    rc: int | None = None
-    code = job / "exit-code"
-    if code.is_file() and code.read_text().strip().isdigit():
-        rc = int(code.read_text().strip())
-    elif m := EXIT_MARK.search(text):
-        rc = int(m.group(1))
-    if rc is None and not text:
-        text = f"(no console output; QEMU said:)\n{(job / 'qemu.log').read_text(errors='replace')}"
-    return GuestRun(rc=rc, console=text, job=job, seconds=seconds)
 
 
 # ---------------------------------------------------------------------------- the knfsd scenario

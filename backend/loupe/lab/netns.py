@@ -29,6 +29,25 @@ def missing_tools(*tools: str) -> list[str]:
     return [t for t in tools if shutil.which(t) is None]
 
 
+def trap_term() -> dict:
+    """SIGTERM (e.g. a test runner's timeout) becomes an exception, so that finally/__exit__
+    teardown still runs (Ctrl-C already is one); returns what :func:`restore_signals` undoes."""
+
+    def raise_exit(signum, frame):
+        raise SystemExit(f"terminated by signal {signum}")
+
+    try:
+        return {signal.SIGTERM: signal.signal(signal.SIGTERM, raise_exit)}
+    except ValueError:  # not the main thread
+        return {}
+
+
+def restore_signals(old: dict) -> None:
+    for sig, h in old.items():
+        signal.signal(sig, h)
+    old.clear()
+
+
 def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     cmd = ["ip", *(["-n", ns] if ns else []), *args]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -135,7 +154,7 @@ class Lab:
         cleanup_stale()
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         (STATE_DIR / self.tag).write_text(f"{os.getpid()}\n")
-        self._trap_term()
+        self._old_handlers = trap_term()  # not the main thread: cleanup_stale() removes what is left
         try:
             self.net = _free_subnet()
             hosts = list(self.net.hosts())
@@ -161,20 +180,7 @@ class Lab:
     def down(self) -> None:
         _remove(self.tag)
         self.clients = []
-        for sig, h in self._old_handlers.items():
-            signal.signal(sig, h)
-        self._old_handlers = {}
-
-    def _trap_term(self) -> None:
-        # SIGTERM (e.g. a test runner's timeout) becomes an exception, so the
-        # finally/__exit__ teardown still runs; Ctrl-C already is one.
-        def raise_exit(signum, frame):
-            raise SystemExit(f"terminated by signal {signum}")
-
-        try:
-            self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, raise_exit)
-        except ValueError:  # not the main thread: rely on cleanup_stale()
-            pass
+        restore_signals(self._old_handlers)
 
     @property
     def ifindex(self) -> int:

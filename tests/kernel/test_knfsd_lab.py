@@ -1,0 +1,122 @@
+"""`loupe lab --nfs-server knfsd` as a performance engineer runs it: one command boots the knfsd
+guest, where an NFSv3 and an NFSv4.2 kernel client (each in its own network namespace) run a
+write and then a read workload as fio jobs, while the guest's Loupe agent (bpf.nfsd) pushes to a
+Loupe on this host; each workload is a marked run, each client's fio JSON its result, and the
+validation report must agree with fio. A client whose report is forged 30 % high must be the one
+flagged; Ctrl-C must leave no QEMU behind.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import guest
+import pytest
+from loupe_probes.bpf.testing import build_objects
+
+pytestmark = pytest.mark.kernel
+
+WORKLOADS = {"stream-write-light": "write", "stream-read-light": "read"}
+
+
+def lab_argv(data_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "loupe.cli", "lab", "--nfs-server", "knfsd", "--data-dir", str(data_dir), *extra]
+
+
+@pytest.fixture(scope="module")
+def lab(guest_image, tmp_path_factory):
+    err = build_objects()
+    if err:
+        pytest.skip(err) if "not installed" in err else pytest.fail(err)
+    data = tmp_path_factory.mktemp("knfsd-lab")
+    argv = ["--serve", "--clients", "2", "--seconds", "3", "--file-size", "4M", "--json"]
+    for w in WORKLOADS:
+        argv += ["--workload", w]
+    r = subprocess.run(lab_argv(data, *argv), capture_output=True, text=True, cwd=guest.REPO, timeout=900)
+    assert r.returncode == 0, f"loupe lab exited {r.returncode}:\n{r.stderr[-4000:]}"
+    return data, json.loads(r.stdout), r.stderr
+
+
+def fio_bytes(path: str, direction: str) -> int:
+    """What fio itself says it moved, from its own JSON."""
+    doc = json.loads(Path(path).read_text())
+    return sum(int(j[direction]["io_bytes"]) for j in doc["jobs"])
+
+
+def test_each_clients_wire_bytes_agree_with_its_fio_json(lab):
+    data, out, stderr = lab
+    assert [r["workload"] for r in out["runs"]] == list(WORKLOADS)
+    for run in out["runs"]:
+        rep, direction = run["report"], WORKLOADS[run["workload"]]
+        assert rep["verdict"] == "pass" and rep["failed"] == [], rep
+        wire = {c["client"]: c for c in rep["clients"]}
+        assert sorted(wire) == ["10.99.0.11", "10.99.0.12"] and rep["unreported_clients"] == [], rep
+        for c in run["clients"]:
+            moved = fio_bytes(c["fio_json"], direction)
+            other = fio_bytes(c["fio_json"], "read" if direction == "write" else "write")
+            assert moved > 0 and other == 0, (run["workload"], c)
+            row = wire[c["client"]]
+            assert row["reported"]["bytes"] == moved, (row, moved)
+            assert abs(row["wire"][f"{direction}_bytes"] / moved - 1) <= 0.02, (run["workload"], row)
+            assert abs(row["bytes_agreement_pct"] - 100) <= 2, row
+    assert "Stream Write light" in stderr and "Stream Read light" in stderr and ": pass" in stderr
+
+
+def test_the_clients_were_kernel_mounts_of_both_versions(lab):
+    data, out, _ = lab
+    for c, version in (("c1", "3"), ("c2", "4.2")):
+        mount = (data / "guest" / f"mount-{c}.txt").read_text()
+        assert mount.startswith("10.99.0.1:/srv/lab ") and f"vers={version}," in mount, mount
+    assert {(c["name"], c["nfs_version"]) for c in out["runs"][0]["clients"]} == {("c1", "3"), ("c2", "4.2")}
+
+
+def test_a_client_forged_30_pct_high_is_flagged(lab, loupe_server_on):
+    data, out, _ = lab
+    run, direction = out["runs"][0], WORKLOADS[out["runs"][0]["workload"]]
+    server = loupe_server_on(data / "store")  # the lab's own store: its runs and what the agent sent
+    forged = out["runs"][0]["clients"][1]
+    doc = json.loads(Path(forged["fio_json"]).read_text())
+    for j in doc["jobs"]:
+        j[direction]["io_bytes"] = round(j[direction]["io_bytes"] * 1.3)
+    server.post(f"/api/v1/runs/{run['run']}/results", {"format": "fio", "report": doc, "client": forged["client"]})
+    rep = server.get(f"/api/v1/runs/{run['run']}/report", tolerance=2)
+    assert rep["verdict"] == "fail" and rep["failed"] == [forged["client"]], rep
+    [bad] = [c for c in rep["clients"] if c["client"] == forged["client"]]
+    assert "wire bytes are 76.9 % of reported" in bad["reasons"][0], bad["reasons"]
+
+
+def test_ctrl_c_while_the_guest_boots_kills_qemu(guest_image, tmp_path):
+    p = subprocess.Popen(lab_argv(tmp_path, "--clients", "1", "--seconds", "1", "--workload", "stream-read-light"),
+                         stderr=subprocess.PIPE, text=True, cwd=guest.REPO)
+    try:
+        said = ""
+        while "QEMU pid" not in said:
+            line = p.stderr.readline()
+            assert line, f"loupe lab ended before booting the guest:\n{said}"
+            said += line
+        qemu = int(said.split("QEMU pid ")[1].split(",")[0])
+        assert "loupe-knfsd-guest" in Path(f"/proc/{qemu}/cmdline").read_text()
+        time.sleep(2)
+        p.send_signal(signal.SIGINT)
+        rest = p.communicate(timeout=60)[1]
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130 and "interrupted" in rest, rest
+    deadline = time.monotonic() + 10
+    while _is_qemu(qemu) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _is_qemu(qemu), f"QEMU {qemu} is still running"
+
+
+def _is_qemu(pid: int) -> bool:
+    try:
+        return "loupe-knfsd-guest" in Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return False
+
