@@ -5,6 +5,9 @@
 // `columns` x 26 latency buckets, then a read a second of its newest column with new values.
 // Cases: what the UI asks for a week (300 columns), the server's cap (769 columns, 19,994
 // cells: routes/query.py MAX_CELLS) and, as the peer, four times the cap (what the cap prevents).
+// A week's column is 14 minutes, so a 40 s run seldom sees one start; the case `..._new_column_every_5s`
+// runs the answers' clock fast, a new column every 5 s, so that a fifth of its updates move the map
+// along time and redraw its chart's axes (the worst case of an update, with a new colour range).
 //
 //   node bench/ui_heatmap.mjs [--seconds 30] [--only CASE,...] [--profile] [--out bench/results/ui-<UTC>.json]
 //
@@ -27,6 +30,7 @@ const PROFILE = process.argv.includes('--profile')
 const CASES = [
   { name: 'ui_week_300_columns', columns: 300 },
   { name: 'server_cap_769_columns', columns: 769 },
+  { name: 'server_cap_new_column_every_5s', columns: 769, columnEvery: 5 },
   { name: 'peer_4x_cap_3076_columns', columns: 3076 },
 ]
 
@@ -76,9 +80,12 @@ async function runCase(browser, server, c) {
   const step = Math.ceil(WEEK / c.columns / 60) * 60
   let reads = 0
   let tails = 0
+  const t0 = Date.now() / 1000
+  // the answers' clock: real time, or a column's step every `columnEvery` seconds
+  const clock = () => (c.columnEvery ? t0 + ((Date.now() / 1000 - t0) * step) / c.columnEvery : Date.now() / 1000)
   await page.route('**/api/v1/heatmap?**', (route) => {
     const u = new URL(route.request().url())
-    const now = Math.floor(Date.now() / 1000)
+    const now = Math.floor(clock())
     const end = now - (now % step) + step
     if (u.searchParams.has('step')) {
       tails++
@@ -123,6 +130,7 @@ async function runCase(browser, server, c) {
   const draws = drawn.map((d) => d.end - d.start)
   return {
     columns: c.columns,
+    ...(c.columnEvery ? { new_column_every_s: c.columnEvery } : {}),
     cells,
     step_s: step,
     updates: ms.length,
