@@ -1,3 +1,4 @@
+import type { HeatmapResult } from '../../api/client'
 import type { Annotation } from '../annotations/transform'
 // A histogram dimension over time (GET /api/v1/heatmap), and a band of its buckets.
 
@@ -40,4 +41,27 @@ export interface HeatmapOptions {
    * annotations, on a time axis of column positions.
    */
   raster?: boolean
+}
+
+/** What a heat map's chart is drawn over: its columns and rows, without its cells. */
+export type HeatShape = Pick<HeatmapResult, 'dim' | 'step' | 'start' | 'end' | 'timestamps' | 'buckets'>
+
+/**
+ * A heat map's cells as one grid of typed arrays, column by column: cell (col, row) is at
+ * col * rows + row, its rate 0 where empty. A live map's newest columns are merged into it in
+ * place each second (mergeTailInto), so that a 20k-cell map updated at 1 Hz makes no array per
+ * cell and its raster repaints only the columns written since it last painted.
+ */
+export interface HeatGrid extends HeatShape {
+  cols: number
+  rows: number
+  rate: Float64Array
+  /** The row of each bucket exponent. */
+  rowOf: Map<number, number>
+  /** Bumped by each change of the cells. */
+  version: number
+  /** Per column, the version that last wrote it. */
+  written: Uint32Array
+  /** The version of the last change that moved every cell (a new column at the end, new rows). */
+  moved: number
 }
