@@ -25,11 +25,12 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
   const full = useHeatmap(stat, view)
   // between full reads, the newest columns each second
   const tail = useHeatmapTail(stat, view, full.data)
+  // an update starts (a full read's grid built included): make bench times it to the chart drawn
+  useMemo(() => marked('loupe:heatmap-data'), [full.data, tail.data, view.paused])
   // The cells in one grid of typed arrays, built at each full read; each second's tail is merged
   // into it in place (merging one again changes nothing), and `version` says it changed.
   const grid = useMemo(() => (full.data ? gridOf(full.data) : null), [full.data])
   const version = useMemo(() => {
-    marked('loupe:heatmap-data') // an update starts: make bench times it to the chart drawn
     if (grid && !view.paused) mergeTailInto(grid, tail.data)
     return grid?.version ?? 0
   }, [grid, tail.data, view.paused])

@@ -35,10 +35,11 @@ export interface HeatmapOptions {
   /** log10 bounds of the colour scale, when heat maps side by side must share it. */
   colors?: { min: number; max: number }
   /**
-   * The cells are drawn beneath the chart as a raster (rasterPixels, charts/heatmap/Raster.tsx),
+   * The cells are drawn beneath the chart as a raster (paintColumns, charts/heatmap/Raster.tsx),
    * not by ECharts, which builds an object per cell (some 200 ms for 20k cells, where the raster
-   * takes under a millisecond): the option keeps the axes, the colour key, the band and the
-   * annotations, on a time axis of column positions.
+   * takes under a millisecond), and with them the time axis's labels and the annotations: the
+   * option keeps the bucket axis, the colour key and the band, on a time axis of column
+   * positions, and stays the same when a new column moves the cells along.
    */
   raster?: boolean
 }
