@@ -324,9 +324,10 @@ function emptyGrid(dim: string, step: number, start: number, end: number, cols: 
 
 /** Write a result's cells into the grid, on its columns and rows (cells outside it are left out). */
 function writeCells(g: HeatGrid, r: Pick<HeatmapResult, 'timestamps' | 'buckets' | 'cells'>): void {
+  const rows = r.buckets.map((b) => g.rowOf.get(b.index)) // the grid's row of each of the result's buckets
   for (const [t, b, v] of r.cells) {
     const ts = r.timestamps[t!]
-    const row = g.rowOf.get(r.buckets[b!]?.index ?? NaN)
+    const row = rows[b!]
     if (ts === undefined || row === undefined || !(v! > 0)) continue
     const col = (ts - g.start) / g.step
     if (col >= 0 && col < g.cols && Number.isInteger(col)) g.rate[col * g.rows + row] = v!
