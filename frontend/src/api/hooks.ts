@@ -123,6 +123,8 @@ export function useHeatmap(stat: Statistic, view: View) {
       ),
     // No live push for histograms: re-read often while the range is short.
     refetchInterval: view.paused ? false : s <= 600 ? 2_000 : s <= 3600 ? 10_000 : 60_000,
+    // a live map's read differs from the last anyway: comparing up to 20k cells with it is wasted
+    structuralSharing: false,
     placeholderData: keepPreviousData,
     retry: 1,
   })

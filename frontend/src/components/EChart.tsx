@@ -2,7 +2,7 @@
 // Charts describe what to draw with a ChartOption built by a pure transform. Its colours may be
 // CSS custom properties, var(--name) (charts/palette.ts): they are resolved here for the theme in
 // use, and a theme change redraws every chart with the same option (its state is the caller's).
-import { useEffect, useRef, type CSSProperties, type MutableRefObject } from 'react'
+import { memo, useEffect, useRef, type CSSProperties, type MutableRefObject } from 'react'
 import * as echarts from 'echarts/core'
 import {
   HeatmapChart,
@@ -204,7 +204,9 @@ function pngOf(c: echarts.ECharts, under: HTMLCanvasElement | null): string {
 
 const EVENT_NAMES: ChartEventName[] = ['click', 'mousedown', 'mouseup', 'mouseover']
 
-export function EChart({ option, onEvents, style, className, testId, ariaLabel, group, times, exporter, underlay }: Props) {
+// Memoised: a parent drawn again each second (a live heat map's) with the same option and props
+// does not draw its chart's element again.
+export const EChart = memo(function EChart({ option, onEvents, style, className, testId, ariaLabel, group, times, exporter, underlay }: Props) {
   const el = useRef<HTMLDivElement>(null)
   const chart = useRef<echarts.ECharts | null>(null)
   const shown = useRef<ChartOption | null>(null)
@@ -272,4 +274,4 @@ export function EChart({ option, onEvents, style, className, testId, ariaLabel, 
   }, [group])
 
   return <div ref={el} className={className} style={style} data-testid={testId} role="img" aria-label={ariaLabel} data-group={group ?? ''} data-chart-theme={theme} />
-}
+})

@@ -3,7 +3,7 @@ import { useMemo, useRef, useState } from 'react'
 import { useHeatmap, useHeatmapTail, useMembers, useAnnotations, type MembersRequest } from '../api/hooks'
 import type { Band, Span } from '../charts/heatmap/model'
 import { spanView } from '../state/time'
-import { bandLabel, cropOutliers, heatmapCsv, mergeTail, nextCrop, zoomLabel } from '../charts/heatmap/transform'
+import { bandLabel, cropRows, gridOf, heatmapCsv, mergeTailInto, nextCrop, rowSums, zoomLabel } from '../charts/heatmap/transform'
 import { HeatmapView } from '../charts/heatmap/View'
 import { EmptyState } from '../components/EmptyState'
 import { PickRow, TopNote } from '../components/PickRow'
@@ -25,11 +25,17 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
   const full = useHeatmap(stat, view)
   // between full reads, the newest columns each second
   const tail = useHeatmapTail(stat, view, full.data)
-  const data = useMemo(() => {
-    marked('loupe:heatmap-data') // an update starts: make bench times it to the chart drawn
-    return full.data && !view.paused ? mergeTail(full.data, tail.data) : full.data
-  }, [full.data, tail.data, view.paused])
-  const q = { ...full, data }
+  // an update starts (a full read's grid built included): make bench times it to the chart drawn
+  useMemo(() => marked('loupe:heatmap-data'), [full.data, tail.data, view.paused])
+  // The cells in one grid of typed arrays, built at each full read; each second's tail is merged
+  // into it in place (merging one again changes nothing), and `version` says it changed.
+  const grid = useMemo(() => (full.data ? gridOf(full.data) : null), [full.data])
+  const version = useMemo(() => {
+    if (grid && !view.paused) mergeTailInto(grid, tail.data)
+    return grid?.version ?? 0
+  }, [grid, tail.data, view.paused])
+  const sums = useMemo(() => grid && rowSums(grid), [grid, version])
+  const filled = !!sums?.some((v) => v > 0)
   const annotations = useAnnotations(view)
   const dim = stat.by ?? 'latency'
   const dims = useMemo(() => (metric ? memberDims(metric, stat) : []), [metric, stat])
@@ -44,13 +50,13 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
   const req: MembersRequest | null = band ? { dim, lo: band.lo, hi: band.hi, by: memberBy, span } : null
   const members = useMembers(stat, view, req)
   const { open, menu } = useDrill(metric, stat, onOpen, view)
-  const info = useCardInfo(stat, metric, q.data?.statistic, q.data?.names)
+  const info = useCardInfo(stat, metric, full.data?.statistic, full.data?.names)
   const names = members.data?.names
   const { family, unit } = info
   const hist = metric?.histograms.find((h) => h.name === dim)
   const valueUnit = hist?.unit ?? (dim === 'latency' ? 'ns' : 'bytes')
-  const cropped = useMemo(() => (q.data ? cropOutliers(q.data, crop) : null), [q.data, crop])
-  const zoomText = zoom ? zoomLabel(q.data?.buckets ?? [], zoom, valueUnit) : ''
+  const cropped = useMemo(() => (grid && sums ? cropRows(grid.buckets, sums, grid.cols, crop) : null), [grid, sums, crop])
+  const zoomText = zoom ? zoomLabel(grid?.buckets ?? [], zoom, valueUnit) : ''
   const setZoom = (z: Band | null) => onChange({ ...stat, zoom: z ?? undefined })
 
   const membersPanel = band && (
@@ -59,7 +65,7 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
       {members.data && (
         <>
           <div className="side-title" data-testid="members-title">
-            {formatRate(members.data.total, unit)} between {q.data ? bandLabel(q.data.buckets, band, valueUnit) : ''} by {memberBy}
+            {formatRate(members.data.total, unit)} between {grid ? bandLabel(grid.buckets, band, valueUnit) : ''} by {memberBy}
             {span && ` from ${formatDateTime(span.start)} to ${formatClock(span.end)}`}
           </div>
           {members.data.rows.length === 0 && <div className="muted">Nobody in this band {span ? 'then' : 'over the range'}.</div>}
@@ -102,7 +108,7 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
   return (
     <CardFrame
       info={info}
-      query={q}
+      query={full}
       onRemove={onRemove}
       badges={
         <>
@@ -117,7 +123,7 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
       actions={
         <>
           {/* The CSV is every bucket as fetched (crop and zoom are how it is shown); the PNG is what is drawn. */}
-          <ExportButtons title={info.title} csv={data?.cells.length ? () => heatmapCsv(data, unit) : null} png={png} />
+          <ExportButtons title={info.title} csv={grid && filled ? () => heatmapCsv(grid, unit) : null} png={png} />
           {zoom && (
             <button
               className="button small"
@@ -141,13 +147,13 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
         </>
       }
       footer={
-        q.data && (
+        full.data && (
           <>
             <span className={`live-dot ${view.paused ? 'paused' : 'on'}`} />
             <span>{view.paused ? 'paused' : 'refreshing'}</span>
             <span className="sep">·</span>
             <span>
-              {q.data.tier} tier, {q.data.step}s per column, colour on a log scale ({HEAT_HINT[theme]})
+              {full.data.tier} tier, {full.data.step}s per column, colour on a log scale ({HEAT_HINT[theme]})
             </span>
             {cropped?.above && (
               <>
@@ -162,10 +168,13 @@ export function HeatmapCard({ stat, view: worksheet, metric, onOpen, onChange, o
       }
     >
       {time.toolbar}
-      {q.data && q.data.cells.length === 0 && <EmptyState family={family} />}
-      {q.data && q.data.cells.length > 0 && (
+      {grid && !filled && <EmptyState family={family} />}
+      {grid && sums && cropped && filled && (
         <HeatmapView
-          result={cropped?.result ?? q.data}
+          grid={grid}
+          version={version}
+          sums={sums}
+          keep={cropped.keep}
           exporter={png}
           group={group && synced ? group : null}
           valueUnit={valueUnit}

@@ -25,6 +25,12 @@ const STYLE: Record<AnnotationKind, { fill: string; border: string; text: string
   agent: { fill: CHART.agentFill, border: CHART.agentLine, text: CHART.markText },
 }
 
+/** How an annotation of a kind is drawn: its colours (CSS custom properties) and whether its words show. */
+export function annotationLook(kind: AnnotationKind = 'run'): { fill: string; border: string; text: string; label: boolean } {
+  // an agent's second is a hairline: its words would cover the chart (the aria label keeps them)
+  return { ...STYLE[kind], label: kind !== 'agent' }
+}
+
 /** The fields of a series that only marks spans (id, no data, the areas): stacks, legends and
  * other markAreas stay the chart's own. `spans` are [label, from, to, kind] in the x axis' units. */
 export function annotationSeries(spans: [string, number, number, AnnotationKind?][]) {
@@ -38,9 +44,8 @@ export function annotationSeries(spans: [string, number, number, AnnotationKind?
       label: { show: true, position: 'insideTopLeft' as const, color: STYLE.run.text, fontSize: 11 },
       // runs take the series' style; other kinds bring their own
       data: spans.map(([name, from, to, kind = 'run']) => {
-        const st = STYLE[kind]
-        // an agent's second is a hairline: its words would cover the chart (the aria label keeps them)
-        const own = kind === 'run' ? {} : { itemStyle: { color: st.fill, borderColor: st.border }, label: { color: st.text, show: kind !== 'agent' } }
+        const st = annotationLook(kind)
+        const own = kind === 'run' ? {} : { itemStyle: { color: st.fill, borderColor: st.border }, label: { color: st.text, show: st.label } }
         return [{ name, xAxis: from, ...own }, { xAxis: to }] as [{ name: string; xAxis: number; itemStyle?: object; label?: object }, { xAxis: number }]
       }),
     },

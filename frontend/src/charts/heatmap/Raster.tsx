@@ -2,22 +2,30 @@
 // band and the annotations over it (on a transparent canvas), and the pointer is read here: the
 // cell under it for the tooltip and for the band and zoom gestures. The cells are one image of a
 // pixel each, scaled up: 20k of them draw in a few ms, where ECharts' heat-map series builds and
-// paints an object per cell (about 200 ms for 20k; bench/ui_heatmap.mjs).
-import { useLayoutEffect, useRef, useState, type MouseEvent, type MutableRefObject, type ReactNode } from 'react'
-import type { HeatmapResult } from '../../api/client'
+// paints an object per cell (about 200 ms for 20k; bench/ui_heatmap.mjs). The image is kept
+// between draws: a live map's second repaints only the columns it wrote (dirtyColumns).
+import { useLayoutEffect, useMemo, useRef, useState, type MouseEvent, type MutableRefObject, type ReactNode } from 'react'
+import { formatTick } from '../../lib/format'
 import { cssVar, useTheme } from '../../lib/theme'
 import { timed } from '../../lib/timing'
-import { HEAT_COLORS } from '../palette'
-import { cellAtPoint, cellTip, parseColor, plotRect, rasterPixels, type Raster } from './transform'
+import { annotationLook, categorySpans, clipAnnotations, type Annotation, type AnnotationKind } from '../annotations/transform'
+import { CHART, HEAT_COLORS } from '../palette'
+import type { HeatGrid } from './model'
+import { cellAtPoint, cellTip, dirtyColumns, paintColumns, paletteOf, parseColor, plotRect, timeTicks } from './transform'
 
 export type Cell = { col: number; row: number }
 
 const LEVELS = 64 // colours of the scale drawn: more than the eye tells apart on 8 stops
 
 interface Props {
-  result: HeatmapResult
-  /** rasterGrid of `result`, on the colour scale the chart's key shows. */
-  grid: Raster
+  /** The cells; rows [lo, hi) of it are drawn (a crop and a zoom keep a run of rows). */
+  grid: HeatGrid
+  /** grid.version when it was handed over: a new one draws what changed. */
+  version: number
+  lo: number
+  hi: number
+  /** log10 bounds of the colour scale the chart's key shows. */
+  range: { min: number; max: number }
   rateUnit: string
   /** The chart drawn over the cells: its canvas is the raster's size and place. */
   children: ReactNode
@@ -28,6 +36,64 @@ interface Props {
   onRelease?: (cell: Cell | null, shift: boolean) => void
   /** The test id of the chart drawn over the cells. */
   chartTestId?: string
+  /** Spans of time marked over the cells (runs, alerts, agents). */
+  annotations?: Annotation[]
+}
+
+/** A colour of the theme, named as the palette names it (var(--name)). */
+const themed = (v: string) => cssVar(v.slice(4, -1))
+
+/** What the raster draws in, read from the stylesheet once a theme (reading computed style is not free). */
+function looks() {
+  const kind = (k: AnnotationKind) => {
+    const a = annotationLook(k)
+    return { fill: themed(a.fill), border: themed(a.border), text: themed(a.text), label: a.label }
+  }
+  return {
+    palette: paletteOf(HEAT_COLORS.map((v): [number, number, number] => parseColor(themed(v)) ?? [128, 128, 128]), LEVELS),
+    text: themed(CHART.text),
+    axis: themed(CHART.axis),
+    annotation: { run: kind('run'), alert: kind('alert'), agent: kind('agent') },
+  }
+}
+
+/**
+ * Over the cells: the annotations (as ECharts' markArea drew them: a filled span with a border,
+ * its words at its top left) and, under the plot, the time axis's ticks and labels (as ECharts'
+ * axis: 5 px ticks, 12 px text 8 px below the axis).
+ */
+function drawFurniture(ctx: CanvasRenderingContext2D, grid: HeatGrid, annotations: Annotation[], look: ReturnType<typeof looks>, width: number, height: number) {
+  const [left, top, w, h] = plotRect(width, height)
+  const at = (pos: number) => left + ((pos + 0.5) / grid.cols) * w // a column position (column i spans i - 0.5 .. i + 0.5)
+  ctx.font = '11px sans-serif'
+  ctx.textAlign = 'left'
+  ctx.textBaseline = 'top'
+  ctx.lineWidth = 1
+  for (const m of categorySpans(clipAnnotations(annotations, grid.start, grid.end), grid.timestamps, grid.step)) {
+    const st = look.annotation[m.kind ?? 'run']
+    const [x0, x1] = [at(m.lo), at(m.hi)]
+    ctx.fillStyle = st.fill
+    ctx.fillRect(x0, top, x1 - x0, h)
+    ctx.strokeStyle = st.border
+    ctx.strokeRect(x0, top, x1 - x0, h)
+    if (st.label) {
+      ctx.fillStyle = st.text
+      ctx.fillText(m.label, x0 + 5, top + 5)
+    }
+  }
+  ctx.font = '12px sans-serif'
+  ctx.textAlign = 'center'
+  const widest = ctx.measureText(formatTick(grid.start, grid.cols * grid.step)).width
+  ctx.strokeStyle = look.axis
+  ctx.fillStyle = look.text
+  ctx.beginPath()
+  for (const t of timeTicks(grid.start, grid.step, grid.cols, Math.floor(w / (widest + 24)))) {
+    const x = Math.round(left + t.x * w) + 0.5
+    ctx.moveTo(x, top + h)
+    ctx.lineTo(x, top + h + 5)
+    if (x + widest / 2 <= width) ctx.fillText(t.label, x, top + h + 8)
+  }
+  ctx.stroke()
 }
 
 /** Where the chart's canvas is inside `box`, px. */
@@ -39,13 +105,30 @@ function chartBox(box: HTMLElement, chartTestId: string): { left: number; top: n
   return { left: b.left - a.left, top: b.top - a.top, width: b.width, height: b.height }
 }
 
-export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, onRelease, chartTestId = 'heatmap-chart' }: Props) {
+/** What the image beneath a chart holds: painted from a grid at a version, its rows, colour scale and palette. */
+interface Painted {
+  grid: HeatGrid
+  version: number
+  lo: number
+  hi: number
+  range: { min: number; max: number }
+  palette: Uint8Array
+  image: ImageData
+}
+
+const NONE: Annotation[] = []
+
+export function RasterPlot({ grid, version, lo, hi, range, rateUnit, children, canvas, onPress, onRelease, chartTestId = 'heatmap-chart', annotations = NONE }: Props) {
   const box = useRef<HTMLDivElement>(null)
   const bitmap = useRef<HTMLCanvasElement | null>(null)
+  const painted = useRef<Painted | null>(null)
   const [size, setSize] = useState<{ left: number; top: number; width: number; height: number } | null>(null)
   const [tip, setTip] = useState<{ x: number; y: number; lines: [string, string, string] } | null>(null)
   const theme = useTheme()
-  const { cols, rows } = grid
+  const cols = grid.cols
+  const rows = hi - lo
+  const look = useMemo(looks, [theme])
+  const palette = look.palette
 
   useLayoutEffect(() => {
     const el = box.current
@@ -73,15 +156,25 @@ export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, 
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0)
     ctx.clearRect(0, 0, size.width, size.height)
     if (!cols || !rows) return
-    const stops = HEAT_COLORS.map((v): [number, number, number] => parseColor(cssVar(v.slice(4, -1))) ?? [128, 128, 128])
     // one pixel per cell, scaled up to the plot without smoothing (cellAtPoint reads the pointer the same way)
     const img = (bitmap.current ??= document.createElement('canvas'))
+    const p = painted.current
+    // the same image moved on by a second: only the columns written since it was painted
+    const same = p && p.grid === grid && p.lo === lo && p.hi === hi && p.range.min === range.min && p.range.max === range.max
+      && p.palette === palette && p.image.width === cols && p.image.height === rows && grid.moved <= p.version
+    const image = p && p.image.width === cols && p.image.height === rows ? p.image : new ImageData(cols, rows)
+    const [c0, c1] = same ? dirtyColumns(grid.written, p.version) : [0, cols]
     if (img.width !== cols || img.height !== rows) [img.width, img.height] = [cols, rows]
-    img.getContext('2d')!.putImageData(new ImageData(rasterPixels(grid, stops, LEVELS), cols, rows), 0, 0)
+    if (c1 > c0) {
+      paintColumns(grid, lo, hi, range, palette, image.data, c0, c1)
+      img.getContext('2d')!.putImageData(image, 0, 0, c0, 0, c1 - c0, rows)
+    }
+    painted.current = { grid, version: grid.version, lo, hi, range, palette, image }
     ctx.imageSmoothingEnabled = false
     ctx.drawImage(img, ...plotRect(size.width, size.height))
+    drawFurniture(ctx, grid, annotations, look, size.width, size.height)
     timed('loupe:chart-drawn', t0, 'heatmap-cells')
-  }, [grid, size, cols, rows, theme, canvas])
+  }, [grid, version, lo, hi, range, look, palette, annotations, size, cols, rows, canvas])
 
   const cellOf = (e: MouseEvent) => {
     const el = box.current
@@ -101,8 +194,8 @@ export function RasterPlot({ result, grid, rateUnit, children, canvas, onPress, 
       onMouseUp={(e) => onRelease?.(cellOf(e), e.shiftKey)}
       onMouseMove={(e) => {
         const cell = cellOf(e)
-        const rate = cell ? grid.rate[cell.col * rows + cell.row]! : NaN
-        setTip(cell && rate > 0 ? { x: cell.x, y: cell.y, lines: cellTip(result, cell.col, cell.row, rate, rateUnit) } : null)
+        const rate = cell ? grid.rate[cell.col * grid.rows + lo + cell.row]! : 0
+        setTip(cell && rate > 0 ? { x: cell.x, y: cell.y, lines: cellTip(grid, cell.col, lo + cell.row, rate, rateUnit) } : null)
       }}
       onMouseLeave={() => setTip(null)}
     >

@@ -4,7 +4,7 @@ import { useMemo, useRef } from 'react'
 import type { HeatmapResult } from '../../api/client'
 import { EChart } from '../../components/EChart'
 import { RasterPlot } from './Raster'
-import { cellsRange, rasterGrid, toHeatmapOption } from './transform'
+import { gridOf, gridRange, toHeatmapOption } from './transform'
 
 interface Props {
   result: HeatmapResult | undefined
@@ -17,14 +17,14 @@ interface Props {
 }
 
 export function SimpleHeatmap({ result, error, title, testId, className, colors }: Props) {
-  const range = useMemo(() => colors ?? (result ? cellsRange(result.cells) : null), [result, colors])
-  const grid = useMemo(() => (result && range ? rasterGrid(result, range) : null), [result, range])
+  const grid = useMemo(() => (result ? gridOf(result) : null), [result])
+  const range = useMemo(() => colors ?? (grid ? gridRange(grid, 0, grid.rows) : null), [grid, colors])
   const option = useMemo(
     () =>
-      result && range
-        ? toHeatmapOption(result, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, raster: true, colors: range })
+      grid && range
+        ? toHeatmapOption(grid, { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, raster: true, colors: range })
         : null,
-    [result, range],
+    [grid, range],
   )
   const raster = useRef<HTMLCanvasElement | null>(null)
   const chartId = `${testId}-chart`
@@ -34,8 +34,9 @@ export function SimpleHeatmap({ result, error, title, testId, className, colors 
       {error && <div className="error">{error.message}</div>}
       {option &&
         grid &&
+        range &&
         (result!.cells.length ? (
-          <RasterPlot result={result!} grid={grid} rateUnit="ops/s" canvas={raster} chartTestId={chartId}>
+          <RasterPlot grid={grid} version={grid.version} lo={0} hi={grid.rows} range={range} rateUnit="ops/s" canvas={raster} chartTestId={chartId}>
             <EChart option={option} className="hm-chart" ariaLabel={title} testId={chartId} underlay={raster} />
           </RasterPlot>
         ) : (

@@ -1,18 +1,23 @@
 // A heat map of a histogram dimension, with band selection, a zoom of its bucket axis and the rate
 // per bucket. Gestures: a drag (or a click) selects a band, a shift-click extends it, and a
 // shift-drag zooms the bucket axis to the buckets dragged across.
-import { useMemo, useRef, useState, type MutableRefObject, type ReactNode } from 'react'
-import type { Bucket, HeatmapResult } from '../../api/client'
+import { memo, useMemo, useRef, useState, type MutableRefObject, type ReactNode } from 'react'
+import type { Bucket } from '../../api/client'
 import { EChart } from '../../components/EChart'
 import { formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
-import type { Band, HeatmapOptions, Span } from './model'
+import type { Band, HeatGrid, HeatmapOptions, HeatShape, Span } from './model'
 import { RasterPlot } from './Raster'
-import { bandBetween, bandLabel, bandRate, bucketRates, cellsRange, rasterGrid, spanBetween, steadyRange, toHeatmapOption, zoomBuckets } from './transform'
+import { bandBetween, bandLabel, bandRate, bucketRates, columnSum, gridRange, spanBetween, spanColumns, steadyRange, toHeatmapOption, zoomRows } from './transform'
 
 interface Props extends HeatmapOptions {
-  /** Every bucket the crop kept; the zoom is applied here. */
-  result: HeatmapResult
+  /** The cells, merged into in place while live: `version` says when they changed. */
+  grid: HeatGrid
+  version: number
+  /** rowSums of the grid at this version. */
+  sums: Float64Array
+  /** The rows the crop kept (from the lowest); the zoom is applied here. */
+  keep: number
   /** A band selected, over the columns of `span` when a drag went across them (null: the whole range). */
   onSelect: (band: Band | null, span: Span | null) => void
   span: Span | null
@@ -33,7 +38,8 @@ interface Props extends HeatmapOptions {
   group?: string | null
 }
 
-function BucketSelect(props: { label: string; value: number; onChange: (e: number) => void; buckets: Bucket[]; testId: string }) {
+// the same buckets and value draw the same list: not again each second
+const BucketSelect = memo(function BucketSelect(props: { label: string; value: number; onChange: (e: number) => void; buckets: Bucket[]; testId: string }) {
   return (
     <label>
       {props.label}
@@ -46,9 +52,9 @@ function BucketSelect(props: { label: string; value: number; onChange: (e: numbe
       </select>
     </label>
   )
-}
+})
 
-function exponentAt(r: HeatmapResult, row: number | null): number | null {
+function exponentAt(r: HeatShape, row: number | null): number | null {
   return row === null ? null : (r.buckets[row]?.index ?? null)
 }
 
@@ -56,34 +62,40 @@ const overlaps = (a: Band, b: Band) => a.lo <= b.hi && b.lo <= a.hi
 const within = (a: Band, b: Band) => a.lo >= b.lo && a.hi <= b.hi
 
 export function HeatmapView(props: Props) {
-  const { result, valueUnit, rateUnit, selection, span, annotations, onSelect, zoom, onZoom, zoomText } = props
+  const { grid, version, sums, keep, valueUnit, rateUnit, selection, span, annotations, onSelect, zoom, onZoom, zoomText } = props
   const { memberDims, memberBy, onMemberBy, members, exporter, group } = props
-  const zoomed = useMemo(() => zoomBuckets(result, zoom), [result, zoom])
-  const shown = zoomed.result
-  // The chart over the cells (axes, colour key, band, annotations) depends on the map's shape and
-  // colour range only, which a second's new data seldom changes: then ECharts is not touched and
-  // only the raster is drawn again.
-  const { min, max } = useMemo(() => steadyRange(cellsRange(shown.cells)), [shown])
-  const grid = useMemo(() => rasterGrid(shown, { min, max }), [shown, min, max])
-  // the newest column's rate, all buckets shown (it grows each second while live)
-  const newest = useMemo(() => {
-    let sum = 0
-    for (let i = (grid.cols - 1) * grid.rows; i >= 0 && i < grid.rate.length; i++) if (grid.rate[i]! > 0) sum += grid.rate[i]!
-    return Math.round(sum * 1000) / 1000
-  }, [grid])
-  const shapeKey = `${shown.dim} ${shown.start} ${shown.end} ${shown.step} ${shown.buckets.map((b) => b.index).join(',')}`
-  const shape = useMemo(() => shown, [shapeKey]) // a result of the same shape draws the same chart
-  const option = useMemo(
-    () => toHeatmapOption(shape, { valueUnit, rateUnit, selection, span, annotations, raster: true, colors: { min, max } }),
-    [shape, min, max, valueUnit, rateUnit, selection, span, annotations],
+  // the rows [r0, r1) drawn
+  const { lo: r0, hi: r1, hidden } = useMemo(() => zoomRows(grid.buckets, keep, sums, grid.cols, zoom), [grid.buckets, grid.cols, sums, keep, zoom])
+  // The chart over the cells (axes, colour key, band) depends on the rows drawn and the colour
+  // range, which a second's new data (or a full read each minute) seldom changes: then ECharts is
+  // not touched and only the raster is drawn again, its newest columns or, after a new column at
+  // the end, all of them.
+  const rowKey = `${grid.dim} ${r0} ${r1} ${grid.buckets.map((b) => b.index).join(',')}`
+  const buckets = useMemo(() => grid.buckets.slice(r0, r1), [rowKey]) // the same rows as before: the same array
+  const shown: HeatShape = useMemo(
+    () => ({ dim: grid.dim, step: grid.step, start: grid.start, end: grid.end, timestamps: grid.timestamps, buckets }),
+    [grid, grid.timestamps, buckets], // a new column at the end replaces grid.timestamps
   )
-  // Over every bucket, so that a band outside the zoom keeps its rate; the table lists the zoom's.
-  const rates = useMemo(() => bucketRates(result), [result])
+  // the cells as this version has them
+  const range = useMemo(() => steadyRange(gridRange(grid, r0, r1)), [grid, version, r0, r1])
+  const { min, max } = range
+  // the newest column's rate, all buckets shown (it grows each second while live)
+  const newest = Math.round(columnSum(grid, grid.cols - 1, r0, r1) * 1000) / 1000
+  // A new column moves no part of the chart (the raster draws the time axis's labels and the
+  // annotations) but a band's time span: the option is drawn again only when something else changes.
+  const spanCols = span ? spanColumns(shown, span) : null
+  const option = useMemo(
+    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, span, raster: true, colors: { min, max } }),
+    [buckets, grid.cols, spanCols?.[0], spanCols?.[1], min, max, valueUnit, rateUnit, selection, span], // what of `shown` the option reads
+  )
+  const kept = useMemo(() => grid.buckets.slice(0, keep), [grid.buckets, keep])
+  // Over every bucket the crop kept, so that a band outside the zoom keeps its rate; the table lists the zoom's.
+  const rates = useMemo(() => bucketRates(kept, sums, grid.cols), [kept, sums, grid.cols])
   const listed = zoom ? rates.filter((r) => r.index >= zoom.lo && r.index <= zoom.hi) : rates
   const anchor = useRef<{ exponent: number | null; col: number } | null>(null)
   const raster = useRef<HTMLCanvasElement | null>(null)
-  const first = result.buckets[0]?.index ?? 0
-  const last = result.buckets[result.buckets.length - 1]?.index ?? 0
+  const first = kept[0]?.index ?? 0
+  const last = kept[kept.length - 1]?.index ?? 0
   const [lo, setLo] = useState<number | null>(null)
   const [hi, setHi] = useState<number | null>(null)
   const shownLo = lo ?? selection?.lo ?? first
@@ -93,14 +105,18 @@ export function HeatmapView(props: Props) {
     setHi(band?.hi ?? null)
     onSelect(band, band ? over : null)
   }
-  const options = [...result.buckets].reverse()
+  const options = useMemo(() => [...kept].reverse(), [kept])
   return (
     <div className="hm">
       <div className="hm-main" data-testid="heatmap-rows" data-rows={shown.buckets.map((b) => b.index).join(',')} data-end={shown.end} data-newest={newest}>
         {shown.buckets.length > 0 ? (
           <RasterPlot
-            result={shown}
             grid={grid}
+            version={version}
+            lo={r0}
+            hi={r1}
+            range={range}
+            annotations={annotations}
             rateUnit={rateUnit}
             canvas={raster}
             onPress={(cell) => {
@@ -126,7 +142,7 @@ export function HeatmapView(props: Props) {
               times={shown.timestamps}
               className="hm-chart"
               testId="heatmap-chart"
-              ariaLabel={`heat map of ${result.dim}${zoom ? `, zoomed to ${zoomText}` : ''}${annotationsText(clipAnnotations(annotations ?? [], result.start, result.end))}`}
+              ariaLabel={`heat map of ${grid.dim}${zoom ? `, zoomed to ${zoomText}` : ''}${annotationsText(clipAnnotations(annotations ?? [], shown.start, shown.end))}`}
             />
           </RasterPlot>
         ) : (
@@ -157,7 +173,7 @@ export function HeatmapView(props: Props) {
               type="button"
               className="button small"
               data-testid="zoom-band"
-              title={`Zoom the bucket axis to ${bandLabel(result.buckets, bandBetween(shownLo, shownHi), valueUnit)}`}
+              title={`Zoom the bucket axis to ${bandLabel(kept, bandBetween(shownLo, shownHi), valueUnit)}`}
               onClick={() => onZoom(bandBetween(shownLo, shownHi))}
             >
               Zoom to band
@@ -186,9 +202,9 @@ export function HeatmapView(props: Props) {
         </form>
         {members}
         <div className="side-title">Rate per band{zoom ? `, ${zoomText} (zoomed)` : ''}</div>
-        {zoom && zoomed.hidden > 0 && (
+        {zoom && hidden > 0 && (
           <div className="band-note cropped-note" data-testid="zoom-note">
-            {formatRate(zoomed.hidden, rateUnit)} outside the zoom not shown
+            {formatRate(hidden, rateUnit)} outside the zoom not shown
           </div>
         )}
         <table className="table band-table" data-testid="band-rates">
@@ -213,7 +229,7 @@ export function HeatmapView(props: Props) {
         </table>
         {selection && (
           <div className="band-sum" data-testid="band-sum">
-            {formatRate(bandRate(rates, selection), rateUnit)} between {bandLabel(result.buckets, selection, valueUnit)}
+            {formatRate(bandRate(rates, selection), rateUnit)} between {bandLabel(kept, selection, valueUnit)}
             {zoom && !within(selection, zoom) && (overlaps(selection, zoom) ? ' (partly outside the zoom)' : ' (outside the zoom)')}
           </div>
         )}

@@ -1,3 +1,4 @@
+import type { HeatmapResult } from '../../api/client'
 import type { Annotation } from '../annotations/transform'
 // A histogram dimension over time (GET /api/v1/heatmap), and a band of its buckets.
 
@@ -34,10 +35,34 @@ export interface HeatmapOptions {
   /** log10 bounds of the colour scale, when heat maps side by side must share it. */
   colors?: { min: number; max: number }
   /**
-   * The cells are drawn beneath the chart as a raster (rasterPixels, charts/heatmap/Raster.tsx),
+   * The cells are drawn beneath the chart as a raster (paintColumns, charts/heatmap/Raster.tsx),
    * not by ECharts, which builds an object per cell (some 200 ms for 20k cells, where the raster
-   * takes under a millisecond): the option keeps the axes, the colour key, the band and the
-   * annotations, on a time axis of column positions.
+   * takes under a millisecond), and with them the time axis's labels and the annotations: the
+   * option keeps the bucket axis, the colour key and the band, on a time axis of column
+   * positions, and stays the same when a new column moves the cells along.
    */
   raster?: boolean
+}
+
+/** What a heat map's chart is drawn over: its columns and rows, without its cells. */
+export type HeatShape = Pick<HeatmapResult, 'dim' | 'step' | 'start' | 'end' | 'timestamps' | 'buckets'>
+
+/**
+ * A heat map's cells as one grid of typed arrays, column by column: cell (col, row) is at
+ * col * rows + row, its rate 0 where empty. A live map's newest columns are merged into it in
+ * place each second (mergeTailInto), so that a 20k-cell map updated at 1 Hz makes no array per
+ * cell and its raster repaints only the columns written since it last painted.
+ */
+export interface HeatGrid extends HeatShape {
+  cols: number
+  rows: number
+  rate: Float64Array
+  /** The row of each bucket exponent. */
+  rowOf: Map<number, number>
+  /** Bumped by each change of the cells. */
+  version: number
+  /** Per column, the version that last wrote it. */
+  written: Uint32Array
+  /** The version of the last change that moved every cell (a new column at the end, new rows). */
+  moved: number
 }

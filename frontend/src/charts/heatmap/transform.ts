@@ -5,7 +5,7 @@ import { annotationSeries, categorySpans, clipAnnotations } from '../annotations
 import { csvLines } from '../../lib/csv'
 import { formatAmount, formatDateTime, formatRate, formatTick } from '../../lib/format'
 import { CHART, HEAT_COLORS } from '../palette'
-import type { Band, BucketRate, HeatmapOptions, Span } from './model'
+import type { Band, BucketRate, HeatGrid, HeatmapOptions, HeatShape, Span } from './model'
 
 /** Axis label of a bucket: its lower bound ("1.05 ms", "8 KiB"); the open bottom bucket reads "0". */
 export function bucketAxisLabel(b: Pick<Bucket, 'index' | 'lo'>, unit: string): string {
@@ -115,15 +115,21 @@ function categoryAxis(data: string[]) {
 /** The plot's margins inside a heat map's chart, px: the cells fill what is left. */
 export const HEAT_GRID = { left: 70, right: 16, top: 12, bottom: 50 }
 
-export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOption {
-  const data = opts.raster ? [] : cellData(r.cells)
-  const { min, max } = opts.colors ?? cellsRange(r.cells)
+/**
+ * The chart of a heat map: its axes, colour key, band and annotations, and its cells. With a
+ * raster beneath (opts.raster), that raster draws the cells, the time axis's labels and the
+ * annotations (Raster.tsx): the chart is then the same after a new column moved every cell along,
+ * and ECharts is left alone, unless a band's time span moved with them.
+ */
+export function toHeatmapOption(r: HeatShape & { cells?: number[][] }, opts: HeatmapOptions): ChartOption {
+  const data = opts.raster ? [] : cellData(r.cells ?? [])
+  const { min, max } = opts.colors ?? cellsRange(r.cells ?? [])
   const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
   const rows = opts.selection ? bandRows(r, opts.selection) : null
   const cols = opts.span ? spanColumns(r, opts.span) : null
   // With a raster beneath, no series draws cells: an empty line series carries the band, and the
   // time axis is a value axis of column positions (a category axis of ~800 columns costs ECharts
-  // some 100 ms a redraw).
+  // some 100 ms a redraw), without labels.
   const cells = opts.raster
     ? ({ type: 'line' as const, data: [] as never[] })
     : ({ type: 'heatmap' as const, data, encode: { x: 0, y: 1, value: 2 }, progressive: 0, emphasis: { itemStyle: { borderColor: CHART.cellLine, borderWidth: 1 } } })
@@ -145,7 +151,7 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
       : undefined,
   }
   const last = r.timestamps[r.timestamps.length - 1]
-  const marks = last === undefined ? [] : categorySpans(clipAnnotations(opts.annotations ?? [], r.start, last + r.step), r.timestamps, r.step)
+  const marks = last === undefined || opts.raster ? [] : categorySpans(clipAnnotations(opts.annotations ?? [], r.start, last + r.step), r.timestamps, r.step)
   const runs: (HeatmapSeries | LineSeries)[] = marks.length
     ? [
         // A series of its own, with no cells: the band selection keeps the first one's markArea.
@@ -157,15 +163,18 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   return {
     animation: false,
     grid: { ...HEAT_GRID },
-    tooltip: {
-      confine: true,
-      formatter: (p: unknown) => {
-        const d = (p as { data?: number[] }).data
-        if (!d) return ''
-        const [time, bucket, rate] = cellTip(r, d[0]!, d[1]!, d[3]!, opts.rateUnit)
-        return `${time}<br/>${bucket}<br/><b>${rate}</b>`
-      },
-    },
+    // a raster's cells have their own tooltip (Raster.tsx)
+    tooltip: opts.raster
+      ? { confine: true }
+      : {
+          confine: true,
+          formatter: (p: unknown) => {
+            const d = (p as { data?: number[] }).data
+            if (!d) return ''
+            const [time, bucket, rate] = cellTip(r, d[0]!, d[1]!, d[3]!, opts.rateUnit)
+            return `${time}<br/>${bucket}<br/><b>${rate}</b>`
+          },
+        },
     // the shared crosshair (axisPointer): a line at the time hovered here or on another chart of the worksheet
     xAxis: opts.raster
       ? {
@@ -173,11 +182,8 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
           min: -0.5,
           max: r.timestamps.length - 0.5,
           minInterval: 1,
-          axisLabel: {
-            color: CHART.text,
-            hideOverlap: true,
-            formatter: (v: number) => (Number.isInteger(v) && r.timestamps[v] !== undefined ? formatTick(r.timestamps[v]!, span) : ''),
-          },
+          axisLabel: { show: false },
+          axisTick: { show: false },
           axisLine: { show: true, lineStyle: { color: CHART.axis } },
           splitLine: { show: false },
           axisPointer: pointer,
@@ -208,17 +214,12 @@ export function toHeatmapOption(r: HeatmapResult, opts: HeatmapOptions): ChartOp
   }
 }
 
-/** Mean rate of each bucket over the range, highest bucket first (as drawn, top to bottom). */
-export function bucketRates(r: Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps'>): BucketRate[] {
-  const n = Math.max(1, r.timestamps.length)
-  const sums = new Array<number>(r.buckets.length).fill(0)
-  for (const [, b, v] of r.cells) {
-    if (b !== undefined && v !== undefined && b < sums.length) sums[b]! += v
-  }
-  const all = sums.reduce((a, b) => a + b, 0)
-  return r.buckets
-    .map((b, i) => ({ index: b.index, label: b.label, rate: sums[i]! / n, share: all ? sums[i]! / all : 0 }))
-    .reverse()
+/** Mean rate of each of `buckets` (a grid's first rows, rowSums their sums over `cols` columns), highest bucket first (as drawn, top to bottom). */
+export function bucketRates(buckets: Pick<Bucket, 'index' | 'label'>[], sums: ArrayLike<number>, cols: number): BucketRate[] {
+  const n = Math.max(1, cols)
+  let all = 0
+  for (let i = 0; i < buckets.length; i++) all += sums[i]!
+  return buckets.map((b, i) => ({ index: b.index, label: b.label, rate: sums[i]! / n, share: all ? sums[i]! / all : 0 })).reverse()
 }
 
 /** The band spanned by two bucket exponents, in either order. */
@@ -252,51 +253,40 @@ export function nextCrop(c: Crop): Crop {
 
 /**
  * The heat map without its outliers: the highest buckets holding no more than `pct` % of the
- * events over the range are dropped, so the bulk gets the height. `hidden` is what they held,
- * as a mean rate, and `above` the first bucket hidden (null when nothing is).
+ * events over the range are dropped, so the bulk gets the height. `keep` is how many rows (from
+ * the lowest) stay, `hidden` what the others held, as a mean rate over `cols` columns, and
+ * `above` the first bucket hidden (null when nothing is). `sums`: rowSums.
  */
-export function cropOutliers<R extends Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps'>>(
-  r: R,
-  pct: number,
-): { result: R; hidden: number; above: Bucket | null } {
-  if (!(pct > 0) || r.buckets.length < 2) return { result: r, hidden: 0, above: null }
-  const sums = new Array<number>(r.buckets.length).fill(0)
-  for (const [, b, v] of r.cells) if (b !== undefined && v !== undefined && b < sums.length) sums[b]! += v
-  const all = sums.reduce((a, b) => a + b, 0)
-  let keep = r.buckets.length
+export function cropRows(buckets: Bucket[], sums: ArrayLike<number>, cols: number, pct: number): { keep: number; hidden: number; above: Bucket | null } {
+  const rows = buckets.length
+  if (!(pct > 0) || rows < 2) return { keep: rows, hidden: 0, above: null }
+  let all = 0
+  for (let i = 0; i < rows; i++) all += sums[i]!
+  let keep = rows
   let dropped = 0
   // drop from the top while what is dropped stays within pct of all events; keep at least one bucket
-  while (keep > 1 && (dropped + sums[keep - 1]!) <= (all * pct) / 100) dropped += sums[--keep]!
-  if (keep === r.buckets.length) return { result: r, hidden: 0, above: null }
-  const result = { ...r, buckets: r.buckets.slice(0, keep), cells: r.cells.filter(([, b]) => b! < keep) }
-  return { result, hidden: dropped / Math.max(1, r.timestamps.length), above: r.buckets[keep]! }
+  while (keep > 1 && dropped + sums[keep - 1]! <= (all * pct) / 100) dropped += sums[--keep]!
+  if (keep === rows) return { keep, hidden: 0, above: null }
+  return { keep, hidden: dropped / Math.max(1, cols), above: buckets[keep]! }
 }
 
 /**
- * The heat map with only the buckets of a zoom (exponents lo..hi, inclusive) as its rows, so a
- * narrow range gets the whole height; `hidden` is the mean rate of the buckets left out. Applied
- * after cropOutliers, so what the crop hides is not counted twice. A zoom reaching past the buckets
- * that have events keeps those it has (the API sends the rows from the lowest to the highest bucket
- * with events); one with none of them leaves no rows. No zoom: the heat map as it is.
+ * The rows [lo, hi) of the first `keep` (what a crop kept) that a zoom of the bucket axis shows
+ * (exponents zoom.lo..zoom.hi, inclusive: a run of rows, as the buckets are in order), so a
+ * narrow range gets the whole height; `hidden` is the mean rate of the kept rows left out.
+ * Applied after cropRows, so what the crop hides is not counted twice. A zoom reaching past the
+ * buckets that have events keeps those it has (the API sends the rows from the lowest to the
+ * highest bucket with events); one with none of them leaves no rows. No zoom: every kept row.
  */
-export function zoomBuckets<R extends Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps'>>(
-  r: R,
-  zoom: Band | null,
-): { result: R; hidden: number } {
-  if (!zoom) return { result: r, hidden: 0 }
-  const buckets = r.buckets.filter((b) => b.index >= zoom.lo && b.index <= zoom.hi)
-  if (buckets.length === r.buckets.length) return { result: r, hidden: 0 }
-  const row = r.buckets.map((b) => buckets.indexOf(b)) // -1: left out
+export function zoomRows(buckets: Pick<Bucket, 'index'>[], keep: number, sums: ArrayLike<number>, cols: number, zoom: Band | null): { lo: number; hi: number; hidden: number } {
+  if (!zoom) return { lo: 0, hi: keep, hidden: 0 }
+  let lo = 0
+  while (lo < keep && buckets[lo]!.index < zoom.lo) lo++
+  let hi = lo
+  while (hi < keep && buckets[hi]!.index <= zoom.hi) hi++
   let hidden = 0
-  const cells: number[][] = []
-  for (const [t, b, v] of r.cells) {
-    if (t === undefined || b === undefined || v === undefined) continue
-    const y = row[b] ?? -1
-    if (y >= 0) cells.push([t, y, v])
-    else hidden += v
-  }
-  const result = { ...r, buckets, cells }
-  return { result, hidden: hidden / Math.max(1, r.timestamps.length) }
+  for (let i = 0; i < keep; i++) if (i < lo || i >= hi) hidden += sums[i]!
+  return { lo, hi, hidden: hidden / Math.max(1, cols) }
 }
 
 /** How a zoom reads ("1.05 ms – 8.39 ms"), from the buckets' labels or, for buckets not in them, their exponents. */
@@ -305,92 +295,141 @@ export function zoomLabel(buckets: Pick<Bucket, 'index' | 'lo' | 'hi' | 'label'>
 }
 
 /** The heat map's cells as CSV, one row per column and bucket with events: time, unix, bucket bounds, rate. */
-export function heatmapCsv(r: Pick<HeatmapResult, 'buckets' | 'cells' | 'timestamps' | 'dim'>, rateUnit: string): string {
-  const rows = r.cells
-    .filter(([t, b, v]) => t !== undefined && b !== undefined && v !== undefined && v > 0)
-    .sort((x, y) => x[0]! - y[0]! || x[1]! - y[1]!)
-    .map(([t, b, v]) => {
-      const ts = r.timestamps[t!]!
-      const bucket = r.buckets[b!]!
-      return [new Date(ts * 1000).toISOString(), ts, bucket.label, bucket.lo, bucket.hi ?? null, v!]
-    })
-  return csvLines([['time', 'unix', r.dim, `${r.dim}_from`, `${r.dim}_to`, rateUnit], ...rows])
+export function heatmapCsv(g: Pick<HeatGrid, 'dim' | 'timestamps' | 'buckets' | 'cols' | 'rows' | 'rate'>, rateUnit: string): string {
+  const lines: (string | number | null)[][] = [['time', 'unix', g.dim, `${g.dim}_from`, `${g.dim}_to`, rateUnit]]
+  for (let col = 0; col < g.cols; col++) {
+    const ts = g.timestamps[col]!
+    for (let row = 0; row < g.rows; row++) {
+      const v = g.rate[col * g.rows + row]!
+      const b = g.buckets[row]!
+      if (v > 0) lines.push([new Date(ts * 1000).toISOString(), ts, b.label, b.lo, b.hi ?? null, v])
+    }
+  }
+  return csvLines(lines)
+}
+
+/** An empty grid of `cols` columns from `start` at `step`, a row per bucket (in order). */
+function emptyGrid(dim: string, step: number, start: number, end: number, cols: number, buckets: Bucket[]): HeatGrid {
+  const rows = buckets.length
+  return {
+    dim, step, start, end, buckets, cols, rows,
+    timestamps: Array.from({ length: cols }, (_, i) => start + i * step),
+    rate: new Float64Array(cols * rows),
+    rowOf: new Map(buckets.map((b, i) => [b.index, i])),
+    version: 0,
+    written: new Uint32Array(cols),
+    moved: 0,
+  }
+}
+
+/** Write a result's cells into the grid, on its columns and rows (cells outside it are left out). */
+function writeCells(g: HeatGrid, r: Pick<HeatmapResult, 'timestamps' | 'buckets' | 'cells'>): void {
+  const rows = r.buckets.map((b) => g.rowOf.get(b.index)) // the grid's row of each of the result's buckets
+  for (const [t, b, v] of r.cells) {
+    const ts = r.timestamps[t!]
+    const row = rows[b!]
+    if (ts === undefined || row === undefined || !(v! > 0)) continue
+    const col = (ts - g.start) / g.step
+    if (col >= 0 && col < g.cols && Number.isInteger(col)) g.rate[col * g.rows + row] = v!
+  }
+}
+
+/** A heat map's grid (its buckets in order), from a full read. */
+export function gridOf(r: Pick<HeatmapResult, 'dim' | 'step' | 'start' | 'end' | 'timestamps' | 'buckets' | 'cells'>): HeatGrid {
+  const g = emptyGrid(r.dim, r.step, r.timestamps[0] ?? r.start, r.end, r.timestamps.length, [...r.buckets].sort((a, b) => a.index - b.index))
+  writeCells(g, r)
+  return g
+}
+
+/** The grid on the rows of `buckets` (the union of its own and newer ones): each row's cells move to their bucket's new row. */
+function relayout(g: HeatGrid, buckets: Bucket[]): void {
+  const next = emptyGrid(g.dim, g.step, g.start, g.end, g.cols, buckets)
+  const to = g.buckets.map((b) => next.rowOf.get(b.index)!)
+  for (let col = 0; col < g.cols; col++) for (let row = 0; row < g.rows; row++) next.rate[col * next.rows + to[row]!] = g.rate[col * g.rows + row]!
+  Object.assign(g, { buckets, rows: next.rows, rate: next.rate, rowOf: next.rowOf, moved: g.version })
+}
+
+/** Move the grid `k` columns on: the oldest drop off, as many empty ones start at the end. */
+function shiftColumns(g: HeatGrid, k: number): void {
+  if (k <= 0) return
+  if (k >= g.cols) g.rate.fill(0)
+  else {
+    g.rate.copyWithin(0, k * g.rows)
+    g.rate.fill(0, (g.cols - k) * g.rows)
+  }
+  g.start += k * g.step
+  g.end += k * g.step
+  g.timestamps = Array.from({ length: g.cols }, (_, i) => g.start + i * g.step)
+  g.moved = g.version
 }
 
 /**
- * A heat map moved on by its newest columns: `tail` (read each second from the base's last column
- * on, at the base's step) replaces the columns it covers and adds newer ones; as many of the
- * oldest drop off, so the range keeps its span. Buckets are the union of both. Anything that does
- * not line up with the base (another step, dimension, or a tail that starts past the base's end)
- * leaves the base as it is, until the next full read.
+ * Moves a live heat map on by its newest columns, in place: `tail` (read each second from the
+ * full read's last column on, at its step) replaces the columns it covers and adds newer ones;
+ * as many of the oldest drop off, so the range keeps its span. New buckets add rows. Anything
+ * that does not line up with the grid (another step or dimension, a tail off its columns, one
+ * that starts past its end or ends before it: a late answer) leaves it as it is, until the next
+ * full read. Merging the same tail again changes no cell. Returns whether the grid changed.
  */
-export function mergeTail(base: HeatmapResult, tail: HeatmapResult | null | undefined): HeatmapResult {
-  if (!tail || tail.step !== base.step || tail.dim !== base.dim || !tail.timestamps.length) return base
-  if (tail.start < base.start || tail.start > base.end || tail.end < base.end) return base
-  const step = base.step
-  const span = base.end - base.start
-  const end = tail.end
-  const start = end - span
-  const known = new Map<number, Bucket>()
-  for (const b of [...base.buckets, ...tail.buckets]) known.set(b.index, b)
-  const buckets = [...known.values()].sort((a, b) => a.index - b.index)
-  const row = new Map(buckets.map((b, i) => [b.index, i]))
-  const timestamps: number[] = []
-  for (let t = start; t < end; t += step) timestamps.push(t)
-  const col = (ts: number) => (ts - start) / step
-  const cells: number[][] = []
-  const total = new Array<number>(timestamps.length).fill(0)
-  const add = (r: HeatmapResult, keep: (ts: number) => boolean) => {
-    for (const [t, b, v] of r.cells) {
-      const ts = r.timestamps[t!]
-      if (ts === undefined || ts < start || !keep(ts)) continue
-      cells.push([col(ts), row.get(r.buckets[b!]!.index)!, v!])
-    }
-    r.timestamps.forEach((ts, i) => {
-      if (ts >= start && keep(ts)) total[col(ts)] = r.total[i] ?? 0
-    })
-  }
-  add(base, (ts) => ts < tail.start)
-  add(tail, () => true)
+export function mergeTailInto(g: HeatGrid, tail: HeatmapResult | null | undefined): boolean {
+  if (!tail || tail.step !== g.step || tail.dim !== g.dim || !tail.timestamps.length) return false
+  if (tail.start < g.start || tail.start > g.end || tail.end < g.end || (tail.start - g.start) % g.step || (tail.end - g.end) % g.step) return false
+  g.version++
+  const fresh = tail.buckets.filter((b) => !g.rowOf.has(b.index))
+  if (fresh.length) relayout(g, [...g.buckets, ...fresh].sort((a, b) => a.index - b.index))
+  shiftColumns(g, (tail.end - g.end) / g.step)
+  // the tail covers every column from its start on: those lose what they had
+  const from = Math.max(0, (tail.start - g.start) / g.step)
+  g.rate.fill(0, from * g.rows)
+  g.written.fill(g.version, from)
+  writeCells(g, tail)
+  return true
+}
+
+/** Per row, the sum of its rates over every column. */
+export function rowSums(g: Pick<HeatGrid, 'cols' | 'rows' | 'rate'>): Float64Array {
+  const sums = new Float64Array(g.rows)
+  for (let col = 0; col < g.cols; col++) for (let row = 0; row < g.rows; row++) sums[row]! += g.rate[col * g.rows + row]!
+  return sums
+}
+
+/** log10 bounds of the colour scale over rows [lo, hi) of a grid (as cellsRange over their cells). */
+export function gridRange(g: Pick<HeatGrid, 'cols' | 'rows' | 'rate'>, lo: number, hi: number): { min: number; max: number } {
+  let min = Infinity
   let max = 0
-  for (const c of cells) max = Math.max(max, c[2]!)
-  return { ...base, start, end, timestamps, buckets, cells, total, max }
+  for (let col = 0; col < g.cols; col++) {
+    for (let i = col * g.rows + lo, end = col * g.rows + hi; i < end; i++) {
+      const v = g.rate[i]!
+      if (v > 0 && v < min) min = v
+      if (v > max) max = v
+    }
+  }
+  if (!(max > 0)) return { min: 0, max: 1 }
+  const [a, b] = [Math.log10(min), Math.log10(max)]
+  return { min: b - a < 0.5 ? b - 1 : a, max: b }
+}
+
+/** The sum of a column's rates over rows [lo, hi). */
+export function columnSum(g: Pick<HeatGrid, 'cols' | 'rows' | 'rate'>, col: number, lo: number, hi: number): number {
+  let sum = 0
+  if (col >= 0 && col < g.cols) for (let i = col * g.rows + lo; i < col * g.rows + hi; i++) sum += g.rate[i]!
+  return sum
+}
+
+/** The columns [c0, c1) written after version `since` (written: HeatGrid.written); [0, 0] when none is. */
+export function dirtyColumns(written: Uint32Array, since: number): [number, number] {
+  let c0 = 0
+  while (c0 < written.length && written[c0]! <= since) c0++
+  if (c0 === written.length) return [0, 0]
+  let c1 = written.length
+  while (written[c1 - 1]! <= since) c1--
+  return [c0, c1]
 }
 
 /** What a cell's tooltip says: its time, its bucket, its rate. */
 export function cellTip(r: Pick<HeatmapResult, 'timestamps' | 'buckets' | 'dim'>, col: number, row: number, rate: number, rateUnit: string): [string, string, string] {
   const ts = r.timestamps[col]
   return [ts !== undefined ? formatDateTime(ts) : '', `${r.dim} ${r.buckets[row]?.label ?? ''}`, formatRate(rate, rateUnit)]
-}
-
-/**
- * The raster of a heat map: per cell (index col * rows + row), its rate (NaN: empty) and its
- * level, 0..1 along the colour scale as the colour key maps log10 of the rate. Typed arrays, so
- * that a 20k-cell map updated each second makes no garbage per cell.
- */
-export interface Raster {
-  cols: number
-  rows: number
-  rate: Float64Array
-  level: Float32Array
-}
-
-export function rasterGrid(r: Pick<HeatmapResult, 'cells' | 'timestamps' | 'buckets'>, colors?: { min: number; max: number }): Raster {
-  const cols = r.timestamps.length
-  const rows = r.buckets.length
-  const rate = new Float64Array(cols * rows).fill(NaN)
-  for (const [t, b, v] of r.cells) {
-    if (t === undefined || b === undefined || v === undefined || !(v > 0) || t >= cols || b >= rows) continue
-    rate[t * rows + b] = v
-  }
-  const range = colors ?? cellsRange(r.cells)
-  const span = range.max - range.min || 1
-  const level = new Float32Array(cols * rows).fill(-1)
-  for (let i = 0; i < rate.length; i++) {
-    const v = rate[i]!
-    if (v > 0) level[i] = Math.min(1, Math.max(0, (Math.log10(v) - range.min) / span))
-  }
-  return { cols, rows, rate, level }
 }
 
 /** [r, g, b] of a CSS colour written as #rgb, #rrggbb or rgb()/rgba(); null for anything else. */
@@ -429,26 +468,73 @@ export function plotRect(width: number, height: number): [number, number, number
   return [HEAT_GRID.left, HEAT_GRID.top, width - HEAT_GRID.left - HEAT_GRID.right, height - HEAT_GRID.top - HEAT_GRID.bottom]
 }
 
+/** Steps between a time axis's labels, seconds: whole seconds, minutes, hours, days, a week. */
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800]
+
+/** Seconds east of UTC at unix second `ts`, in the browser's time zone. */
+const localOffset = (ts: number) => -new Date(ts * 1000).getTimezoneOffset() * 60
+
 /**
- * The raster as an image of one pixel per cell (RGBA, `cols` wide, `rows` high, the lowest bucket
- * at the bottom), each cell coloured at its level along `stops` in `levels` steps; empty cells
- * transparent. Scaled up without smoothing it is the heat map: one image to paint, where a
- * rectangle per cell costs a paint of each.
+ * The labels of a heat map's time axis, which its raster draws (so that a new column moves them
+ * without ECharts drawing its chart again): at most `most`, a whole step of local time apart (the
+ * hour, midnight, ...; no closer than a column), each where its second falls along the `cols`
+ * columns from `start`, as a share of the plot's width. `offset`: seconds east of UTC at a second.
  */
-export function rasterPixels(g: Raster, stops: [number, number, number][], levels = 64): Uint8ClampedArray<ArrayBuffer> {
-  const palette = Array.from({ length: levels }, (_, l) => scaleColor(stops, l / (levels - 1)))
-  const px = new Uint8ClampedArray(g.cols * g.rows * 4)
-  for (let col = 0; col < g.cols; col++) {
-    for (let row = 0; row < g.rows; row++) {
-      const level = g.level[col * g.rows + row]!
-      if (level < 0) continue
-      const [r, gr, b] = palette[Math.round(level * (levels - 1))]!
-      const o = ((g.rows - 1 - row) * g.cols + col) * 4
-      px[o] = r
-      px[o + 1] = gr
-      px[o + 2] = b
+export function timeTicks(start: number, step: number, cols: number, most: number, offset = localOffset): { x: number; label: string }[] {
+  const span = cols * step
+  if (!(most >= 1) || !(span > 0)) return []
+  const every = TIME_STEPS.find((s) => s >= step && span / s <= most) ?? Math.max(step, Math.ceil(span / most / 86400) * 86400)
+  const out: { x: number; label: string }[] = []
+  // in local time, the first whole step at or after the start; each moved back to UTC at its own offset (a change of summer time)
+  const o = offset(start)
+  for (let local = Math.ceil((start + o) / every) * every; local - o < start + span; local += every) {
+    const t = local - offset(local - o)
+    if (t >= start && t < start + span) out.push({ x: (t - start) / span, label: formatTick(t, span) })
+  }
+  return out
+}
+
+/** RGB of `levels` colours evenly along a scale's stops: the colours a raster paints with. */
+export function paletteOf(stops: [number, number, number][], levels = 64): Uint8Array {
+  const out = new Uint8Array(levels * 3)
+  for (let l = 0; l < levels; l++) out.set(scaleColor(stops, l / Math.max(1, levels - 1)), l * 3)
+  return out
+}
+
+/**
+ * The raster of rows [lo, hi) of a grid as an image of one pixel per cell (RGBA, `g.cols` wide,
+ * hi - lo high, the lowest bucket at the bottom), columns [c0, c1) of it painted into `px`: each
+ * cell at its level along the colour key (log10 of its rate over `range`, as the chart's
+ * visualMap maps it) in the palette's colours; empty cells transparent. Scaled up without
+ * smoothing it is the heat map: one image to paint, where a rectangle per cell costs a paint of
+ * each; a live map repaints only the columns a second wrote.
+ */
+export function paintColumns(
+  g: Pick<HeatGrid, 'cols' | 'rows' | 'rate'>,
+  lo: number,
+  hi: number,
+  range: { min: number; max: number },
+  palette: Uint8Array,
+  px: Uint8ClampedArray,
+  c0 = 0,
+  c1 = g.cols,
+): void {
+  const top = Math.max(1, palette.length / 3) - 1
+  const span = range.max - range.min || 1
+  const h = hi - lo
+  for (let col = c0; col < c1; col++) {
+    for (let row = lo; row < hi; row++) {
+      const v = g.rate[col * g.rows + row]!
+      const o = ((h - 1 - (row - lo)) * g.cols + col) * 4
+      if (!(v > 0)) {
+        px[o] = px[o + 1] = px[o + 2] = px[o + 3] = 0
+        continue
+      }
+      const k = Math.round(Math.min(1, Math.max(0, (Math.log10(v) - range.min) / span)) * top) * 3
+      px[o] = palette[k]!
+      px[o + 1] = palette[k + 1]!
+      px[o + 2] = palette[k + 2]!
       px[o + 3] = 255
     }
   }
-  return px
 }
