@@ -87,6 +87,8 @@ FAMILIES: dict[str, Family] = {
         Family("disk", ("host", "disk", "op"), (LATENCY, SIZE, OFFSET)),
         Family("cpu", ("host", "cpu", "mode", "application")),
         Family("net", ("host", "interface", "direction", "client", "port")),
+        # A gauge: each second's row carries the interface's capacity (see net.link).
+        Family("net_link", ("host", "interface")),
         Family("tcp", ("host", "client", "port")),
         Family("zfs_arc", ("host", "cache", "result")),
         Family("zfs_txg", ("host", "pool"), (LATENCY,)),
@@ -115,8 +117,9 @@ class Metric:
         return self.dims + self.hists
 
 
-# Per-interface rows come from procfs, per-client rows from the BPF socket probe.
-NET_LAYER = ("client", ("client", "port"), ("interface",))
+# Per-interface rows come from procfs, per-client rows from the BPF socket probe; both carry
+# the interface (a client's: the one its route names), so only client and port pick a layer.
+NET_LAYER = ("client", ("client", "port"), ())
 
 METRICS: dict[str, Metric] = {
     m.name: m
@@ -141,13 +144,20 @@ METRICS: dict[str, Metric] = {
         Metric("cpu.util", "cpu", "count", "percent", 1e-4, ("host", "cpu", "mode", "application"),
                "CPU percent utilization", "CPU time as percent of one CPU; a 4-CPU host can reach 400 %.",
                layer=("application", ("application",), ())),
-        # Per-client rows (BPF socket probe) carry client and local port, not interface;
-        # per-interface rows (procfs) carry interface, not client.
+        # Per-client rows (BPF socket probe) carry client, local port and the interface of the
+        # client's route; per-interface rows (procfs) carry interface, not client.
         Metric("net.bytes", "net", "bytes", "bytes/s", 1.0, ("host", "interface", "direction", "client", "port"),
                "network bytes per second", "Bytes sent and received.", layer=NET_LAYER),
         Metric("net.packets", "net", "count", "packets/s", 1.0, ("host", "interface", "direction", "client", "port"),
                "network packets per second", "Packets (procfs) or socket sends and receives (BPF) per second.",
                layer=NET_LAYER),
+        # The kernel's link speed (/sys/class/net/<if>/speed) each way, as bytes/s: each second
+        # stores it, so a period's mean is the capacity. No row where the speed is unknown.
+        Metric("net.link", "net_link", "bytes", "bytes/s", 1.0, ("host", "interface"),
+               "network link capacity in bytes per second",
+               "Each interface's speed as the kernel reports it, in bytes per second each way (a full-duplex "
+               "link carries it in and out at once); interfaces without a known speed (virtual links, a link "
+               "that is down) have none."),
         Metric("tcp.retransmits", "tcp", "count", "retransmits/s", 1.0, ("host", "client", "port"),
                "TCP retransmits per second", "TCP segments retransmitted, by remote address and local port."),
         Metric("zfs.arc", "zfs_arc", "count", "accesses/s", 1.0, ("host", "cache", "result"),

@@ -493,6 +493,23 @@ class DiagnosisDisk(BaseModel):
     mean_latency_s: float | None
 
 
+class DiagnosisLink(BaseModel):
+    host: str = Field(description="the server whose interface this is")
+    interface: str = Field(description="the interface the server reaches the client through (its route's)")
+    capacity_bytes_per_s: float | None = Field(
+        description="the kernel's link speed, as bytes/s each way; null when it reports none (virtual links, "
+                    "a link that is down)")
+    client_in_bytes_per_s: float = Field(description="the client's socket bytes into the server through it")
+    client_out_bytes_per_s: float = Field(description="the server's socket bytes to the client through it")
+    link_in_bytes_per_s: float | None = Field(description="everything the interface received; null: not measured")
+    link_out_bytes_per_s: float | None = Field(description="everything the interface sent; null: not measured")
+    share: float | None = Field(description="the client's busier direction, as a share of the capacity; null: "
+                                            "speed unknown")
+    share_direction: Literal["in", "out"] = Field(description="which direction `share` is of (in: into the server)")
+    utilisation: float | None = Field(description="the interface's busier direction, as a share of the capacity")
+    utilisation_direction: Literal["in", "out"]
+
+
 class ClientDiagnosis(BaseModel):
     client: str
     host: str | None
@@ -512,6 +529,8 @@ class ClientDiagnosis(BaseModel):
     traffic_share: float | None = Field(description="its NFS bytes, as a share of every client's on the server")
     wire_bytes_per_s: float | None = Field(description="its bytes on the wire, both ways; null with no socket probe")
     disks: list[DiagnosisDisk] = Field(description="the server's disks over the window, most I/Os in flight first")
+    link: DiagnosisLink | None = Field(description="its share of the server's link; null when no socket rows name "
+                                                   "the interface it is reached through")
     names: ClientNames
 
 

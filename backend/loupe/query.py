@@ -80,10 +80,11 @@ def root_of(stat: Statistic) -> str:
 def layer_of(m, by: str | None, filters: dict) -> tuple[str, bool] | None:
     """The row layer a statistic reads, for metrics measured at two granularities.
 
-    net.bytes has per-interface rows (procfs) and per-client rows (the socket probe):
-    both cover the same bytes, so a statistic must read one layer or count twice.
-    Asking about a detail dimension (client, port) selects the detail rows; anything
-    else reads the base rows."""
+    net.bytes has per-interface rows (procfs) and per-client rows (the socket probe,
+    which also carry their route's interface): both cover the same bytes, so a statistic
+    must read one layer or count twice. Asking about a detail dimension (client, port)
+    selects the detail rows; anything else reads the base rows. A dimension only the base
+    rows carry cannot be asked together with a detail one."""
     if m.layer is None:
         return None
     marker, detail, base = m.layer

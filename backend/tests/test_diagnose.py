@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from loupe.api.main import create_app
 from loupe.config import Settings
-from loupe.diagnose import DiskFacts, Facts, OpFacts, verdict
+from loupe.diagnose import NEAR_LINK, DiskFacts, Facts, LinkFacts, OpFacts, fmt_link, verdict
 from loupe.frame import Frame
 
 
@@ -54,6 +54,77 @@ def test_network_bound_gives_the_clients_traffic_on_the_wire():
     kind, reasons = verdict(f)
     assert kind == "network-bound" and "its link carries 640 KiB/s" in reasons[1].text
     assert "4 % of the server's NFS bytes" in reasons[1].text and reasons[1].metric == "net.bytes"
+
+
+MBIT = 125_000  # bytes/s
+
+
+def link(capacity, client, total=None, iface="eth0"):
+    return LinkFacts("nas1", iface, capacity, client, total if total is not None else dict(client))
+
+
+@pytest.mark.parametrize("name, f, lk, kind, says, where", [
+    # one op in flight would read client-bound; but it fills the link: the link is why
+    ("reads fill the link", facts(1.0, io=1 << 20, ops=11.0), link(100 * MBIT, {"out": 11.9e6, "in": 2e5}),
+     "network-bound", "it uses 95 % of eth0's 100 Mbit/s: 11.3 MiB/s from the server to it",
+     {"host": ["nas1"], "interface": ["eth0"], "client": ["10.0.0.7"]}),
+    ("writes fill the link", facts(4.0, ops=1000.0, others=0.004), link(1000 * MBIT, {"in": 110e6, "out": 3e6}),
+     "network-bound", "it uses 88 % of eth0's 1 Gbit/s: 105 MiB/s from it to the server",
+     {"host": ["nas1"], "interface": ["eth0"], "client": ["10.0.0.7"]}),
+    ("at the threshold", facts(8.0, ops=8000.0, others=0.001), link(1e9, {"out": NEAR_LINK * 1e9}),
+     "network-bound", "it uses 80 % of eth0's 8 Gbit/s",
+     {"host": ["nas1"], "interface": ["eth0"], "client": ["10.0.0.7"]}),
+    # a prompt client with a small share, on a link others fill: the link is full
+    ("the link is full", facts(8.0, ops=8000.0, others=0.001),
+     link(10_000 * MBIT, {"out": 1.5e8, "in": 1e6}, {"out": 1.15e9, "in": 4e7}, iface="bond0.100"),
+     "network-bound", "bond0.100, the link it is reached through, carries 92 % of its 10 Gbit/s out of the server "
+     "(1.07 GiB/s), 13 % of that this client's: the link is full", {"host": ["nas1"], "interface": ["bond0.100"]}),
+    # below the threshold, the link is not the reason: the verdicts of before
+    ("70 % is not near", facts(8.0, ops=8000.0, others=0.001), link(1e9, {"out": 7e8}, {"out": 7.5e8}),
+     "healthy", "8 operations in flight", None),
+    ("unknown speed: today's reasoning", facts(1.0, io=4096.0, busy=0.5), link(None, {"out": 9e9}),
+     "client-bound", "about 1 operations in flight", None),
+])
+def test_link_verdicts(name, f, lk, kind, says, where):
+    f.link = lk
+    got, reasons = verdict(f)
+    assert got == kind, (name, [r.text for r in reasons])
+    assert says in reasons[0].text, reasons[0].text
+    if kind == "network-bound":
+        assert (reasons[0].metric, reasons[0].by, reasons[0].where) == ("net.bytes", "direction", where)
+    else:
+        assert "link" not in " ".join(r.text for r in reasons)
+
+
+def test_retransmits_and_a_full_link_are_both_evidence():
+    f = facts(8.0, retrans=12.0)
+    f.link = link(100 * MBIT, {"out": 12e6})
+    kind, reasons = verdict(f)
+    assert kind == "network-bound" and [r.metric for r in reasons] == ["tcp.retransmits", "net.bytes"]
+    assert "96 % of eth0's 100 Mbit/s" in reasons[1].text
+
+
+@pytest.mark.parametrize("capacity, says", [
+    (10_000 * MBIT, "; 0.052 % of eth0's 10 Gbit/s from it to the server"),
+    (None, "; eth0's speed is unknown (the kernel reports none for it), so its share of the link cannot be said"),
+])
+def test_a_shaped_client_far_from_the_servers_link_says_its_share(capacity, says):
+    """Slow beyond the server (a shaped rate on its side): network-bound by latency, as before,
+    with its share of the server's link, or plainly that the speed is unknown."""
+    f = facts(4.0, ops=40.0, others=0.0025)
+    f.wire_bytes_per_s, f.traffic_share = 655360.0, 0.04
+    f.link = link(capacity, {"in": 655360.0})
+    kind, reasons = verdict(f)
+    assert kind == "network-bound" and reasons[0].metric == "nfs.inflight"
+    assert reasons[1].text.endswith(says), reasons[1].text
+
+
+@pytest.mark.parametrize("bytes_per_s, text", [
+    (10_000 * MBIT, "10 Gbit/s"), (2_500 * MBIT, "2.5 Gbit/s"), (100 * MBIT, "100 Mbit/s"),
+    (25_000 * MBIT, "25 Gbit/s"), (400_000 * MBIT, "400 Gbit/s"), (10 * MBIT, "10 Mbit/s"), (56 * 125, "56 kbit/s"),
+])
+def test_link_speeds_read_as_vendors_write_them(bytes_per_s, text):
+    assert fmt_link(bytes_per_s) == text
 
 
 def test_client_bound_names_small_ios_and_idle_time():
@@ -112,3 +183,68 @@ def test_the_api_gives_each_client_its_verdict_from_stored_seconds(tmp_path):
         t = {s["key"]: s["total"] for s in q["series"]}  # over the API's window: the ratios of in-flight
         assert [k for k in t] == ["10.0.0.2", "10.0.0.3", "10.0.0.1"]
         assert t["10.0.0.2"] / t["10.0.0.1"] == pytest.approx(10.0) and t["10.0.0.3"] / t["10.0.0.1"] == pytest.approx(2.0)
+
+
+def test_the_api_gives_a_clients_share_of_its_link(tmp_path):
+    """Stored seconds as the agent sends them: socket rows naming each client's interface,
+    per-interface totals, and link capacities (eth1 100 Mbit/s, missing every third second;
+    eth0 without a speed)."""
+    app = create_app(Settings(data_dir=tmp_path, local_agent=False, ingest_token="t", admin_password=ADMIN_PW))
+    now = int(time.time())
+    t0 = now - 70
+    frames = []
+    for i in range(60):
+        ts = t0 + i
+        # A reads 1 MiB at a time, one in flight (client-bound, were it not for its link); B is busy and prompt
+        nfs = [dict(dims=dict(client=c, op="read", proto="v3", share="/export", file="/export/f"), count=n,
+                    bytes=n * io, lat_sum=round(n * lat * 1e9)) for c, n, io, lat in
+               (("10.0.0.1", 11, 1 << 20, 0.09), ("10.0.0.2", 4000, 4096, 0.002))]
+        net = [dict(dims=dict(client=c, port="2049", direction=d, interface=i), count=1, bytes=b) for c, i, d, b in
+               (("10.0.0.1", "eth1", "out", 11_900_000), ("10.0.0.1", "eth1", "in", 200_000),
+                ("10.0.0.2", "eth0", "out", 16_500_000), ("10.0.0.2", "eth0", "in", 400_000))]
+        net += [dict(dims=dict(interface=i, direction=d), count=1, bytes=b) for i, d, b in
+                (("eth1", "out", 12_000_000), ("eth1", "in", 300_000), ("eth0", "out", 17_000_000),
+                 ("eth0", "in", 500_000))]
+        frames += [Frame(source="nfs@nas1", seq=i, ts=ts, family="nfs", host="nas1", rows=nfs),
+                   Frame(source="net@nas1", seq=i, ts=ts, family="net", host="nas1", rows=net)]
+        if i % 3:
+            frames.append(Frame(source="link@nas1", seq=i, ts=ts, family="net_link", host="nas1",
+                                rows=[dict(dims=dict(interface="eth1"), bytes=100 * MBIT)]))
+    window = {"start": str(t0), "end": str(t0 + 60)}
+    with TestClient(app) as client:
+        sign_in(client)
+        r = client.post("/api/v1/ingest", json={"frames": [f.model_dump() for f in frames]},
+                        headers={"Authorization": "Bearer t"})
+        assert r.status_code == 200, r.text
+        a = client.get("/api/v1/clients/10.0.0.1/diagnosis", params=window).json()
+        b = client.get("/api/v1/clients/10.0.0.2/diagnosis", params=window).json()
+        assert a["verdict"] == "network-bound", a["reasons"]
+        assert a["link"] == {
+            "host": "nas1", "interface": "eth1", "capacity_bytes_per_s": 100 * MBIT,
+            "client_in_bytes_per_s": 200_000, "client_out_bytes_per_s": 11_900_000,
+            "link_in_bytes_per_s": 300_000, "link_out_bytes_per_s": 12_000_000,
+            "share": pytest.approx(11.9 / 12.5), "share_direction": "out",
+            "utilisation": pytest.approx(12 / 12.5), "utilisation_direction": "out"}
+        [reason] = a["reasons"]
+        assert reason["text"].startswith("it uses 95 % of eth1's 100 Mbit/s: 11.3 MiB/s from the server to it")
+        ev = reason["statistic"]
+        assert ev == {"metric": "net.bytes", "by": "direction",
+                      "where": {"host": ["nas1"], "interface": ["eth1"], "client": ["10.0.0.1"]}}
+        # the chart behind it shows the same bytes: the client's socket rows beside the whole link's
+        # (the interface's own rows, not those plus the clients'), over the API's window
+        def per_direction(where):
+            q = client.get("/api/v1/query", params={"metric": ev["metric"], "by": ev["by"], "points": 1, **window,
+                                                    "where": [f"{k}={','.join(v)}" for k, v in where.items()]})
+            return {s["key"]: s["total"] for s in q.json()["series"]}
+
+        mine, link_total = per_direction(ev["where"]), per_direction({"host": ["nas1"], "interface": ["eth1"]})
+        assert mine["out"] / mine["in"] == pytest.approx(11_900_000 / 200_000)
+        assert mine["out"] / link_total["out"] == pytest.approx(11.9 / 12)
+        q = client.get("/api/v1/query", params={"metric": "net.link", "by": "interface", "points": 1, **window})
+        assert {s["key"] for s in q.json()["series"]} == {"eth1"}  # a mean over the window: 2 seconds in 3
+        # B: its interface has no speed: no share, and the verdict of before
+        assert b["verdict"] == "healthy", b["reasons"]
+        assert (b["link"]["interface"], b["link"]["capacity_bytes_per_s"], b["link"]["share"],
+                b["link"]["utilisation"]) == ("eth0", None, None, None)
+        assert b["link"]["client_out_bytes_per_s"] == 16_500_000 and b["link"]["link_out_bytes_per_s"] == 17_000_000
+        assert client.get("/api/v1/clients/10.0.0.9/diagnosis", params=window).json()["link"] is None

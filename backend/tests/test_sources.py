@@ -37,14 +37,18 @@ def post(client, frames=(), agent="nas1/bpf+procfs", status=None, stats=None):
 
 
 def net_frames(ts):
-    # procfs: per interface; the socket probe: per client and local port. Same bytes, two layers.
+    # procfs: per interface; the socket probe: per client and local port, with the interface of
+    # the client's route. Same bytes, two layers.
     procfs = Frame(source="procfs.net@nas1", seq=ts, ts=ts, family="net", host="nas1", rows=[
         {"dims": {"interface": "eth0", "direction": "in"}, "count": 100, "bytes": 1000},
         {"dims": {"interface": "eth0", "direction": "out"}, "count": 50, "bytes": 500}])
     sock = Frame(source="bpf.net@nas1", seq=ts, ts=ts, family="net", host="nas1", rows=[
-        {"dims": {"client": "10.0.0.7", "port": "2049", "direction": "in"}, "count": 9, "bytes": 700},
-        {"dims": {"client": "10.0.0.9", "port": "2049", "direction": "in"}, "count": 3, "bytes": 290},
-        {"dims": {"client": "10.0.0.9", "port": "22", "direction": "out"}, "count": 5, "bytes": 480}])
+        {"dims": {"client": "10.0.0.7", "port": "2049", "direction": "in", "interface": "eth0"}, "count": 9,
+         "bytes": 700},
+        {"dims": {"client": "10.0.0.9", "port": "2049", "direction": "in", "interface": "eth0"}, "count": 3,
+         "bytes": 290},
+        {"dims": {"client": "10.0.0.9", "port": "22", "direction": "out", "interface": "eth1"}, "count": 5,
+         "bytes": 480}])
     return [procfs, sock]
 
 
@@ -63,12 +67,15 @@ def test_per_client_rows_never_double_the_interface_totals(client):
     assert by_client["total"] == [1470.0] * 5  # the socket layer's own total
     nfs_in = q(by="client", where=["port=2049", "direction=in"]).json()
     assert nfs_in["total"] == [990.0] * 5
-    r = q(by="client", where="interface=eth0")
-    assert r.status_code == 400 and "interface" in r.json()["detail"]
+    # the clients reached through eth0; eth0 itself (the interface layer, whatever clients say)
+    on_eth0 = q(by="client", where="interface=eth0").json()
+    assert {s["key"]: s["values"][0] for s in on_eth0["series"]} == {"10.0.0.7": 700.0, "10.0.0.9": 290.0}
+    by_if = q(by="interface").json()
+    assert {s["key"]: s["values"] for s in by_if["series"]} == {"eth0": [1500.0] * 5}
     # headline counters for /metrics count the interface layer only
     text = client.get("/metrics").text
     assert 'loupe_net_bytes_total{direction="in",host="nas1",interface="eth0"} 5000.0' in text
-    assert 'interface=""' not in text
+    assert 'interface=""' not in text and 'interface="eth1"' not in text
 
 
 def bpf_status(state="active", cost=None):
@@ -197,3 +204,19 @@ def test_an_agent_with_a_wrong_clock_is_flagged_and_its_seconds_placed_by_server
     assert stored == want, (stored, want)
     shifted = 'loupe_clock_shifted_frames_total 3.0' in client.get("/metrics").text
     assert shifted is skewed
+
+
+def test_a_layer_refuses_its_base_only_dimensions_beside_detail_ones():
+    """No catalog metric has base-only dimensions now (the socket rows carry the interface), but
+    the rule stays: a detail dimension and one the detail rows lack cannot be asked together."""
+    from dataclasses import replace
+
+    from loupe.catalog import METRICS
+    from loupe.query import QueryError, layer_of
+
+    m = replace(METRICS["net.bytes"], layer=("client", ("client", "port"), ("interface",)))
+    assert layer_of(m, "client", {}) == ("client", True)
+    assert layer_of(m, "interface", {"direction": ["in"]}) == ("client", False)
+    with pytest.raises(QueryError, match="net.bytes cannot use client together with interface"):
+        layer_of(m, "client", {"interface": ["eth0"]})
+    assert layer_of(METRICS["net.bytes"], "client", {"interface": ["eth0"]}) == ("client", True)

@@ -63,8 +63,6 @@ BAD = [
     (0, {"by": "colour"}, 400, "tiles[0] (nfs_ops).by: unknown dimension 'colour' for nfs.ops"),
     (3, {"where": {"flavour": ["in"]}}, 400, "tiles[3] (net_in).where: unknown dimension 'flavour' for net.bytes"),
     (3, {"where": {"direction": []}}, 400, "tiles[3] (net_in).where: no values for 'direction'"),
-    (3, {"where": {"client": ["10.0.0.7"]}}, 400,
-     "tiles[3] (net_in): net.bytes cannot use client together with interface"),
     (5, {"thresholds": [10, 20, 15, 30]}, 400, "tiles[5] (disk_iops).thresholds: each must be above the one before "
                                                "(ascending), but 15 follows 20"),
     (5, {"thresholds": [10, 10, 15, 30]}, 400, "tiles[5] (disk_iops).thresholds: each must be above the one before"),

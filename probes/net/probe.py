@@ -1,8 +1,10 @@
 """The network probe's declaration: map layouts (mirroring ``net.bpf.h``) and decoding.
 
-Rows of family ``net`` carry client, local port and direction, and leave
-``interface`` empty: per-interface totals stay with procfs.net, and the catalog's
-layer rule keeps the two from being added together. ``count`` is socket calls
+Rows of family ``net`` carry client, local port, direction and the interface the
+client is reached through: the one this host's route to its address names (a
+longest-prefix match over /proc/net/route and /proc/net/ipv6_route, ``procfs.routes``;
+"" when no route decides). Per-interface totals stay with procfs.net, and the
+catalog's layer rule keeps the two from being added together. ``count`` is socket calls
 (sends or receives that moved data), ``bytes`` the payload they moved. Family
 ``tcp`` counts retransmitted segments per client and local port.
 
@@ -16,11 +18,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import ipaddress
+import os
 
 import numpy as np
 
 from ..bpf import libbpf
 from ..bpf.probe import BpfProbe
+from ..procfs.routes import Routes
 from ..source import Collected
 
 DIRECTIONS = ("in", "out")
@@ -72,6 +76,17 @@ class NetProbe(BpfProbe):
     DRAIN = ("sock", "retrans")
     COUNTERS = ("drops", "other_in", "other_out", "retrans_other")
 
+    def __init__(self, host: str, *, proc: str | os.PathLike = "/proc", **kw) -> None:
+        super().__init__(host, **kw)
+        self.routes = Routes(proc)
+
+    def status(self) -> list[dict]:
+        st = super().status()
+        if self.routes.error and st[0]["state"] == "active":
+            why = f"clients' interfaces unknown: {self.routes.error}"
+            st[0]["reason"] = "; ".join(x for x in (st[0]["reason"], why) if x)
+        return st
+
     def requirements(self) -> str | None:
         for tp in ("sock_send_length", "sock_recv_length"):
             if not libbpf.btf_has(f"btf_trace_{tp}"):
@@ -82,6 +97,7 @@ class NetProbe(BpfProbe):
         assert self.obj is not None
         sock = self.obj.map("sock")
         clients: list[str] = []
+        ifaces: list[str] = []
         ports: list[str] = []
         dirs: list[str] = []
         calls: list[int] = []
@@ -101,7 +117,9 @@ class NetProbe(BpfProbe):
             sums = np.zeros((len(uniq), 2), dtype=np.uint64)
             np.add.at(sums, inv.reshape(-1), vals)
             addrs, ainv = np.unique(uniq["addr"], return_inverse=True)  # strings once per address and port
-            clients = np.array([addr_str(a.tobytes()) for a in addrs], dtype=object)[ainv.reshape(-1)].tolist()
+            names = [addr_str(a.tobytes()) for a in addrs]
+            clients = np.array(names, dtype=object)[ainv.reshape(-1)].tolist()
+            ifaces = np.array([self.routes.interface(n) for n in names], dtype=object)[ainv.reshape(-1)].tolist()
             pvals, pinv = np.unique(uniq["port"], return_inverse=True)
             ports = np.array([str(p) for p in pvals.tolist()], dtype=object)[pinv.reshape(-1)].tolist()
             dirs = np.array(DIRECTIONS, dtype=object)[uniq["dir"]].tolist()
@@ -110,6 +128,7 @@ class NetProbe(BpfProbe):
             v = NetVal.from_buffer_copy(drained[counter][0][1])
             if v.calls:  # the sock map was full: totals kept, detail lost
                 clients.append(OTHER)
+                ifaces.append("")
                 ports.append("")
                 dirs.append(d)
                 calls.append(v.calls)
@@ -126,7 +145,7 @@ class NetProbe(BpfProbe):
         out: Collected = []
         if calls:  # as columns: thousands of clients a second without a Python object per row
             out.append(("net", self.host, {"n": len(calls), "dims": {"client": clients, "port": ports,
-                                                                     "direction": dirs},
+                                                                     "direction": dirs, "interface": ifaces},
                                            "count": calls, "bytes": nbytes}))
         trows = [{"dims": {"client": c, "port": p}, "count": n} for (c, p), n in sorted(tcp.items()) if n]
         if trows:

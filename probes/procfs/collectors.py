@@ -34,6 +34,8 @@ Counters = dict[Key, tuple[int, ...]]
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
 IRREGULAR = 0.2  # relative difference between seconds passed and seconds stepped
+MBPS = 125_000  # bytes per second in a Mb/s
+SPEED_REFRESH = 10.0  # seconds between readings of the link speeds
 
 
 class _DeltaSource(abc.ABC):
@@ -166,10 +168,17 @@ class DiskSource(_DeltaSource):
 
 
 class NetSource(_DeltaSource):
-    """/proc/net/dev: packets and bytes per interface and direction."""
+    """/proc/net/dev: packets and bytes per interface and direction; and each interface's link
+    capacity (family ``net_link``) from /sys/class/net/<if>/speed."""
 
     name = "procfs.net"
     family = "net"
+
+    def __init__(self, host: str, proc: str | Path = "/proc", sys: str | Path = "/sys") -> None:
+        super().__init__(host, proc, sys)
+        self.families = ("net", "net_link")
+        self._speeds: dict[str, int | None] = {}  # interface -> Mb/s, None: unknown
+        self._speeds_at: float | None = None
 
     def read(self) -> Counters:
         out: Counters = {}
@@ -186,6 +195,44 @@ class NetSource(_DeltaSource):
         # client stays empty: per-client traffic needs a socket probe (BPF).
         return [{"dims": {"interface": iface, "direction": direction}, "count": packets, "bytes": nbytes}
                 for (iface, direction), (packets, nbytes) in sorted(deltas.items()) if packets or nbytes]
+
+    def collect(self, ts: int) -> Collected:
+        out = super().collect(ts)
+        if self._prev is None:
+            return out  # /proc/net/dev could not be read: no interfaces to look up
+        links = self.links({iface for iface, _ in self._prev[1]}, self._prev[2])
+        return out + [("net_link", self.host, links)] if links else out
+
+    def links(self, interfaces: set[str], now: float) -> list[dict]:
+        """A gauge, not a counter: each second's row carries the capacity (bytes/s each way), so
+        its mean over any period is the capacity. Read again every SPEED_REFRESH seconds (each
+        read asks the driver under the RTNL lock), and at once for an interface not seen before.
+        An interface without a speed has no row: unknown, never 0."""
+        if self._speeds_at is None or now - self._speeds_at >= SPEED_REFRESH or interfaces - set(self._speeds):
+            self._speeds = {i: link_speed(self.sys / "class" / "net" / i / "speed") for i in interfaces}
+            self._speeds_at = now
+        return [{"dims": {"interface": i}, "bytes": mbps * MBPS}
+                for i, mbps in sorted(self._speeds.items()) if i in interfaces and mbps]
+
+
+def parse_speed(text: str) -> int | None:
+    """/sys/class/net/<if>/speed in Mb/s; None where the kernel knows none. Virtual links report
+    -1 (SPEED_UNKNOWN), older kernels and drivers that value unsigned (4294967295) or 16 bits
+    wide (65535), a link that is down 0 or, on some drivers, -1."""
+    try:
+        v = int(text.strip())
+    except ValueError:
+        return None
+    return v if 0 < v < 65535 or 65535 < v < 2**32 - 1 else None
+
+
+def link_speed(path: Path) -> int | None:
+    """The speed file's value; None when it cannot be read (EINVAL without a carrier or from a
+    device with no ethtool link settings, lo included; no such file)."""
+    try:
+        return parse_speed(path.read_text())
+    except OSError:
+        return None
 
 
 def _natural_key(item: tuple[Key, tuple[int, ...]]) -> tuple:

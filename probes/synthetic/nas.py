@@ -12,7 +12,8 @@ backfilled and tests repeat. Each second:
    the mirrored log SSDs;
 3. network rows per client carry the NFS payload plus RPC and TCP/IP overhead,
    so wire bytes are always at least the NFS bytes;
-4. CPU time per CPU, mode and application follows ops, bytes, disk I/O and packets.
+4. CPU time per CPU, mode and application follows ops, bytes, disk I/O and packets;
+5. the NIC's link capacity (``net_link``), sized to the population (:func:`link_mbps`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,16 @@ NFS_OVERHEAD = 150 * US  # server time around a disk read
 # Network: TCP segments on a 1500-byte MTU, RPC headers per call and reply.
 MSS, FRAME_HDR, RPC_CALL, RPC_REPLY = 1448, 66, 160, 140
 NIC = "ixgbe0"
+# The NIC's speed grows with the population, as a bigger NAS would have: the smallest common
+# Ethernet speed with 0.5 Gbit/s a client (20 clients peak near 40 % of 10 Gbit/s), past 400
+# Gbit/s a bond of 400 Gbit/s ports (the kernel reports a bond's speed as its ports' sum).
+SPEEDS_GBPS, GBPS_PER_CLIENT = (10, 25, 40, 100, 200, 400), 0.5
+
+
+def link_mbps(clients: int) -> int:
+    need = GBPS_PER_CLIENT * clients
+    gbps = next((g for g in SPEEDS_GBPS if g >= need), None) or 400 * math.ceil(need / 400)
+    return 1000 * gbps
 
 NCPU, RSS_QUEUES = 16, 8
 
@@ -85,7 +96,7 @@ class SyntheticNAS:
     """A deterministic NAS for demos and load tests (a Source)."""
 
     name = "synthetic"
-    families = ("nfs", "disk", "cpu", "net")
+    families = ("nfs", "disk", "cpu", "net", "net_link")
     replayable = True
 
     def __init__(self, clients: int = 20, seed: int = 7, host: str = "demo-nas") -> None:
@@ -94,6 +105,7 @@ class SyntheticNAS:
         r = np.random.default_rng([seed, 2])
         self._hdd_weight = r.uniform(0.9, 1.1, len(HDDS))  # disks are never perfectly balanced
         self._cpu_weight = r.uniform(0.8, 1.2, NCPU)
+        self._link = [{"dims": {"interface": NIC}, "bytes": link_mbps(clients) * 125_000}]  # bytes/s each way
 
     def status(self) -> list[dict]:
         return [status_entry(f"synthetic.{f}", (f,), "active", "synthetic demo data", demo=True)
@@ -121,7 +133,8 @@ class SyntheticNAS:
         net_rows, packets = self._net(ops, rd, wr)
         cpu_rows = self._cpu(s, ops.sum(), rd.sum() + wr.sum(), disk_ops, disk_bytes, packets, work.random_reads)
         h = self.host
-        return [("nfs", h, nfs.rows()), ("disk", h, disk_rows), ("cpu", h, cpu_rows), ("net", h, net_rows)]
+        return [("nfs", h, nfs.rows()), ("disk", h, disk_rows), ("cpu", h, cpu_rows), ("net", h, net_rows),
+                ("net_link", h, [dict(r) for r in self._link])]
 
     # ------------------------------------------------------------------ NFS workloads
     def _stream(self, s: Second, idx: np.ndarray, wid: int, spec: Stream, nfs: NfsTable, work: DiskWork) -> None:
@@ -272,16 +285,17 @@ class SyntheticNAS:
         in_b, out_b = inp + in_pk * FRAME_HDR, outp + out_pk * FRAME_HDR
         active = np.flatnonzero(ops > 0)
         # As a real host reports it: per-interface totals (procfs.net) and, as a second
-        # layer of the same bytes, per client and local port (bpf.net); the catalog's
-        # layer rule makes each statistic read one of them.
+        # layer of the same bytes, per client and local port (bpf.net, with the interface its
+        # route names); the catalog's layer rule makes each statistic read one of them.
         rows = [{"dims": {"interface": NIC, "direction": "in"}, "count": int(in_pk.sum()), "bytes": int(in_b.sum())},
                 {"dims": {"interface": NIC, "direction": "out"}, "count": int(out_pk.sum()),
                  "bytes": int(out_b.sum())}]
         columns = (x[active].astype(np.int64).tolist() for x in (in_pk, in_b, out_pk, out_b))
         for ip, pk_in, b_in, pk_out, b_out in zip(self.pop.ips[active].tolist(), *columns):
-            rows.append({"dims": {"client": ip, "port": "2049", "direction": "in"}, "count": pk_in, "bytes": b_in})
-            rows.append({"dims": {"client": ip, "port": "2049", "direction": "out"}, "count": pk_out,
-                         "bytes": b_out})
+            rows.append({"dims": {"client": ip, "port": "2049", "direction": "in", "interface": NIC}, "count": pk_in,
+                         "bytes": b_in})
+            rows.append({"dims": {"client": ip, "port": "2049", "direction": "out", "interface": NIC},
+                         "count": pk_out, "bytes": b_out})
         return [r for r in rows if r["count"] or r["bytes"]], int(in_pk.sum() + out_pk.sum())
 
     def _cpu(self, s: Second, ops: float, nfs_bytes: float, disk_ops: int, disk_bytes: int, packets: int,

@@ -30,8 +30,12 @@ describe('Loupe client diagnosis in Chromium', { skip: skip ?? false }, () => {
     assert.equal(await t.page.getByTestId('client-name').textContent(), client)
     const verdict = t.page.getByTestId('client-verdict')
     await verdict.waitFor()
-    // one read of the verdict and its window: the page re-reads live data every 10 s
-    const shown = await verdict.evaluate((el) => ({ ...el.dataset }))
+    // one read of the verdict, its window and its link figures: the page re-reads live data every 10 s
+    const shown = await verdict.evaluate((el) => ({
+      ...el.dataset,
+      link: document.querySelector('[data-testid="client-link"]').textContent,
+      busy: document.querySelector('[data-testid="client-link-busy"]').textContent,
+    }))
     const kind = shown.verdict
     assert.ok(['network-bound', 'client-bound', 'server-latency-bound', 'healthy'].includes(kind), kind)
     // the facts agree with the API's over the same window, and every reason has a chart
@@ -44,6 +48,22 @@ describe('Loupe client diagnosis in Chromium', { skip: skip ?? false }, () => {
     assert.ok(api.traffic_share > 0 && api.traffic_share < 1, String(api.traffic_share))
     const share = parseFloat(await t.page.getByTestId('client-share').textContent())
     assert.ok(Math.abs(share - 100 * api.traffic_share) < 0.5 * 100 * api.traffic_share, `${share} vs ${api.traffic_share}`)
+    // its share of the server's link: the interface its route names (the demo NAS's NIC), the
+    // kernel's speed for it, its busier direction; and how full the link is, as the API says
+    assert.equal(api.link.interface, 'ixgbe0')
+    assert.equal(api.link.capacity_bytes_per_s, 1.25e9)
+    const link = shown.link.match(/^([\d.]+) % of (\S+)'s 10 Gbit\/s \((sent to it|received from it)\)$/)
+    assert.ok(link, shown.link)
+    assert.equal(link[2], api.link.interface)
+    assert.equal(link[3], api.link.share_direction === 'out' ? 'sent to it' : 'received from it')
+    assert.ok(api.link.share > 0 && api.link.share < 0.8, String(api.link.share))
+    // the same window, read again a moment later: the same share but for seconds stored in between
+    assert.ok(Math.abs(Number(link[1]) - 100 * api.link.share) <= 0.1 * 100 * api.link.share, `${shown.link} vs ${api.link.share}`)
+    const busy = shown.busy.match(/^([\d.]+) % (in|out)$/)
+    assert.ok(busy, shown.busy)
+    assert.equal(busy[2], api.link.utilisation_direction)
+    assert.ok(Math.abs(Number(busy[1]) - 100 * api.link.utilisation) <= 0.1 * 100 * api.link.utilisation, `${shown.busy} vs ${api.link.utilisation}`)
+    assert.ok(api.link.utilisation >= api.link.share, 'the link carries at least this client')
     assert.ok(api.disks.length >= 1)
     const disks = await t.page.getByTestId('client-disk').evaluateAll((rows) => rows.map((r) => r.dataset.disk))
     assert.equal(disks.length, Math.min(5, api.disks.length))

@@ -103,12 +103,16 @@ class NfsLab:
 
         self.Lab, self.Ganesha, self._servers = Lab, Ganesha, server_factory
 
-    def serve(self, lab, ganesha, export: str) -> Server:
+    def serve(self, lab, ganesha, export: str, also: tuple[str, ...] = ()) -> Server:
+        """`also`: more local sources (e.g. bpf.net, procfs.net), each awaited active too."""
         from loupe.labcli import wire_decoder_env
 
-        s = self._servers(env=wire_decoder_env(lab, ganesha, export))
-        s.wait_for(lambda: any(x["name"] == "bpf.nfswire" and x["state"] == "active"
-                               for x in s.get("/api/v1/sources")["sources"]), what="bpf.nfswire active")
+        env = wire_decoder_env(lab, ganesha, export)
+        env["LOUPE_LOCAL_SOURCES"] = ",".join((env["LOUPE_LOCAL_SOURCES"], *also))
+        s = self._servers(env=env)
+        for name in ("bpf.nfswire", *also):
+            s.wait_for(lambda: any(x["name"] == name and x["state"] == "active"
+                                   for x in s.get("/api/v1/sources")["sources"]), what=f"{name} active")
         return s
 
 

@@ -4,21 +4,31 @@ Names carry a per-run suffix (``lab<6 hex>``: bridge ``lab3fa9c1``, namespaces
 ``lab3fa9c1-c1``, host-side veths ``lab3fa9c1v1``); a state file in
 ``/run/loupe-lab/`` records the owning PID so that :func:`cleanup_stale` can
 remove what a killed run left behind. Needs root and iproute2.
+
+A bridge of veths reports the veths' speed, 10000 Mb/s, which cannot be changed. With
+``link_mbps`` the host and the clients sit instead on macvlans (bridge mode) of one tap device
+whose speed is set with ethtool (tun accepts any): the host's interface towards the clients then
+reports that speed, as a NIC of that speed would. The macvlans switch traffic among themselves and
+the tap carries none; its file descriptor is held by this process, so it (and the macvlans on it)
+vanish with it, even after ``kill -9``.
 """
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import os
 import secrets
 import shutil
 import signal
+import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 STATE_DIR = Path("/run/loupe-lab")
 PREFIX = "lab"
+TUNSETIFF, IFF_TAP, IFF_NO_PI = 0x400454CA, 0x0002, 0x1000  # include/uapi/linux/if_tun.h
 
 
 class LabError(RuntimeError):
@@ -127,16 +137,24 @@ class Client:
 
 
 class Lab:
-    """A bridge with the host at .1 and ``clients`` namespaces at .11, .12, ..."""
+    """A bridge with the host at .1 and ``clients`` namespaces at .11, .12, ...; with
+    ``link_mbps``, a link of that speed instead (see the module's notes)."""
 
-    def __init__(self, clients: int = 3) -> None:
+    def __init__(self, clients: int = 3, link_mbps: int | None = None) -> None:
         if os.geteuid() != 0:
             raise LabError("the lab needs root (network namespaces, bridges)")
         if missing_tools("ip"):
             raise LabError("iproute2 (`ip`) is not installed")
+        if link_mbps is not None:
+            if not 0 < link_mbps <= 400_000 or link_mbps == 65535:
+                raise LabError(f"link speed {link_mbps} Mb/s: give 1 to 400000 (65535 reads as unknown)")
+            if missing_tools("ethtool"):
+                raise LabError("ethtool is not installed (it sets the lab link's speed)")
         self.n = clients
+        self.link_mbps = link_mbps
         self.tag = PREFIX + secrets.token_hex(3)
-        self.bridge = self.tag
+        self.bridge = self.tag  # the host's interface towards the clients: the bridge, or its macvlan
+        self._tap: int | None = None
         self.net: ipaddress.IPv4Network | None = None
         self.server_ip = ""
         self.clients: list[Client] = []
@@ -159,16 +177,25 @@ class Lab:
             self.net = _free_subnet()
             hosts = list(self.net.hosts())
             self.server_ip = str(hosts[0])
-            _ip("link", "add", self.bridge, "type", "bridge")
+            tap = self._link() if self.link_mbps else None
+            if tap:
+                _ip("link", "add", self.bridge, "link", tap, "type", "macvlan", "mode", "bridge")
+            else:
+                _ip("link", "add", self.bridge, "type", "bridge")
             _ip("addr", "add", f"{self.server_ip}/24", "dev", self.bridge)
             _ip("link", "set", self.bridge, "up")
             for i in range(1, self.n + 1):
                 ns, host_end = f"{self.tag}-c{i}", f"{self.tag}v{i}"
                 ip = str(hosts[9 + i])
                 _ip("netns", "add", ns)
-                _ip("link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
-                _ip("link", "set", host_end, "master", self.bridge)
-                _ip("link", "set", host_end, "up")
+                if tap:
+                    _ip("link", "add", host_end, "link", tap, "type", "macvlan", "mode", "bridge")
+                    _ip("link", "set", host_end, "netns", ns)
+                    _ip("link", "set", host_end, "name", "eth0", ns=ns)
+                else:
+                    _ip("link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
+                    _ip("link", "set", host_end, "master", self.bridge)
+                    _ip("link", "set", host_end, "up")
                 _ip("addr", "add", f"{ip}/24", "dev", "eth0", ns=ns)
                 _ip("link", "set", "eth0", "up", ns=ns)
                 _ip("link", "set", "lo", "up", ns=ns)
@@ -177,8 +204,27 @@ class Lab:
             self.down()
             raise
 
+    def _link(self) -> str:
+        """The tap under the link's macvlans, held open here (with a carrier, so they pass
+        traffic), its speed set; returns its name."""
+        tap = f"{self.tag}t"
+        try:
+            self._tap = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
+            fcntl.ioctl(self._tap, TUNSETIFF, struct.pack("16sH", tap.encode(), IFF_TAP | IFF_NO_PI))
+        except OSError as e:
+            raise LabError(f"cannot create the tap device {tap} for the lab's link: {e}") from None
+        r = subprocess.run(["ethtool", "-s", tap, "speed", str(self.link_mbps), "duplex", "full"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise LabError(f"`ethtool -s {tap} speed {self.link_mbps}` failed: {r.stderr.strip()}")
+        _ip("link", "set", tap, "up")
+        return tap
+
     def down(self) -> None:
         _remove(self.tag)
+        if self._tap is not None:
+            os.close(self._tap)  # the tap goes, and the macvlans on it
+            self._tap = None
         self.clients = []
         restore_signals(self._old_handlers)
 

@@ -29,6 +29,7 @@ export type AlertRuleBody = Schemas['AlertRuleBody']
 export type DeliveryPublic = Schemas['DeliveryPublic']
 export type RunReport = Schemas['RunReport']
 export type RunReportClient = Schemas['RunReportClient']
+export type DiagnosisLink = Schemas['DiagnosisLink']
 
 export const api = createClient<paths>({ baseUrl: '' })
 

@@ -1180,6 +1180,8 @@ export interface components {
             host: string | null;
             /** Inflight */
             inflight: number;
+            /** @description its share of the server's link; null when no socket rows name the interface it is reached through */
+            link: components["schemas"]["DiagnosisLink"] | null;
             /** Mean Io Bytes */
             mean_io_bytes: number | null;
             /**
@@ -1446,6 +1448,65 @@ export interface components {
             mean_latency_s: number | null;
             /** Ops Per S */
             ops_per_s: number;
+        };
+        /** DiagnosisLink */
+        DiagnosisLink: {
+            /**
+             * Capacity Bytes Per S
+             * @description the kernel's link speed, as bytes/s each way; null when it reports none (virtual links, a link that is down)
+             */
+            capacity_bytes_per_s: number | null;
+            /**
+             * Client In Bytes Per S
+             * @description the client's socket bytes into the server through it
+             */
+            client_in_bytes_per_s: number;
+            /**
+             * Client Out Bytes Per S
+             * @description the server's socket bytes to the client through it
+             */
+            client_out_bytes_per_s: number;
+            /**
+             * Host
+             * @description the server whose interface this is
+             */
+            host: string;
+            /**
+             * Interface
+             * @description the interface the server reaches the client through (its route's)
+             */
+            interface: string;
+            /**
+             * Link In Bytes Per S
+             * @description everything the interface received; null: not measured
+             */
+            link_in_bytes_per_s: number | null;
+            /**
+             * Link Out Bytes Per S
+             * @description everything the interface sent; null: not measured
+             */
+            link_out_bytes_per_s: number | null;
+            /**
+             * Share
+             * @description the client's busier direction, as a share of the capacity; null: speed unknown
+             */
+            share: number | null;
+            /**
+             * Share Direction
+             * @description which direction `share` is of (in: into the server)
+             * @enum {string}
+             */
+            share_direction: "in" | "out";
+            /**
+             * Utilisation
+             * @description the interface's busier direction, as a share of the capacity
+             */
+            utilisation: number | null;
+            /**
+             * Utilisation Direction
+             * @enum {string}
+             */
+            utilisation_direction: "in" | "out";
         };
         /** DiagnosisOp */
         DiagnosisOp: {

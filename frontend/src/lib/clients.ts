@@ -1,4 +1,6 @@
 // The client diagnosis page: its URL state and wording. Pure; tested in clients.test.ts.
+import type { DiagnosisLink } from '../api/client'
+import { formatLinkSpeed } from './format'
 import { EMPTY_WORKSHEET, RANGES, makeStatistic, type RangeId, type WorksheetState } from '../state/url'
 
 export const DIAG_RANGES: { id: RangeId; label: string }[] = RANGES.filter((r) => r.id !== '1w').map((r) => ({ id: r.id, label: r.label }))
@@ -58,6 +60,26 @@ export function latencyText(s: number | null | undefined): string {
   if (s >= 1) return `${s.toPrecision(3)} s`
   if (s >= 1e-3) return `${Number((s * 1e3).toPrecision(3))} ms`
   return `${Number((s * 1e6).toPrecision(3))} µs`
+}
+
+/** A share as the diagnosis words it: two significant digits, "38 %", "0.52 %". */
+export function percentText(share: number): string {
+  return `${Number((100 * share).toPrecision(2))} %`
+}
+
+const TOWARDS = { out: 'sent to it', in: 'received from it' } as const
+
+/** The client's share of the server's link, its busier direction: "38 % of eth0's 10 Gbit/s (sent to it)", or why there is none. */
+export function linkShareText(link: DiagnosisLink | null | undefined): string {
+  if (!link) return 'no data'
+  if (link.capacity_bytes_per_s === null || link.share === null) return `${link.interface}, speed unknown`
+  return `${percentText(link.share)} of ${link.interface}'s ${formatLinkSpeed(link.capacity_bytes_per_s)} (${TOWARDS[link.share_direction]})`
+}
+
+/** How full the link is as a whole, its busier direction: "92 % out", "–" without speed or totals. */
+export function linkBusyText(link: DiagnosisLink | null | undefined): string {
+  if (!link || link.utilisation === null) return '–'
+  return `${percentText(link.utilisation)} ${link.utilisation_direction}`
 }
 
 /** A reason's statistic opened in the worksheet, over the same window. */

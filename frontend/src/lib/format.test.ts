@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatAmount, formatAxis, formatClock, formatRate, formatShare, formatTick, localToUnix, sig3, usageText } from './format'
+import { formatAmount, formatAxis, formatClock, formatLinkSpeed, formatRate, formatShare, formatTick, localToUnix, sig3, usageText } from './format'
 
 describe('sig3', () => {
   it('keeps three significant digits and groups thousands', () => {
@@ -82,4 +82,16 @@ describe('usageText', () => {
   ])('growth %s, %s days', (g, d, want) => {
     expect(usageText({ ...u, store_growth_bytes_per_day: g, days_until_full: d })).toBe(want)
   })
+})
+
+describe('formatLinkSpeed', () => {
+  it.each([
+    [1.25e9, '10 Gbit/s'],
+    [3.125e8, '2.5 Gbit/s'],
+    [1.25e7, '100 Mbit/s'],
+    [5e10, '400 Gbit/s'],
+    [6.5e11, '5.2 Tbit/s'],
+    [7000, '56 kbit/s'],
+    [12, '96 bit/s'],
+  ])('%d bytes/s', (v, text) => expect(formatLinkSpeed(v)).toBe(text))
 })

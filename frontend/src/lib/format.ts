@@ -54,6 +54,11 @@ export function formatAxis(v: number, unit: string): string {
   return scaled(v, DECIMAL, '', '')
 }
 
+/** A link's speed (bytes/s each way) as vendors write it, in bits: "10 Gbit/s", "2.5 Gbit/s", "100 Mbit/s". */
+export function formatLinkSpeed(bytesPerS: number): string {
+  return scaled(bytesPerS * 8, [[1e12, 'Tbit/s'], [1e9, 'Gbit/s'], [1e6, 'Mbit/s'], [1e3, 'kbit/s']], 'bit/s')
+}
+
 export function formatShare(share: number): string {
   if (!Number.isFinite(share)) return '–'
   const pct = share * 100

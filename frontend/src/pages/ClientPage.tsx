@@ -12,6 +12,8 @@ import {
   encodeClientView,
   evidenceWorksheet,
   latencyText,
+  linkBusyText,
+  linkShareText,
   verdictLevel,
   type ClientView,
 } from '../lib/clients'
@@ -105,6 +107,18 @@ export function ClientPage() {
                 testId: 'client-wire',
                 title: 'its bytes both ways, from the socket probe',
                 value: data.wire_bytes_per_s === null || data.wire_bytes_per_s === undefined ? 'no data' : formatRate(data.wire_bytes_per_s, 'bytes/s'),
+              },
+              {
+                label: 'share of the link',
+                testId: 'client-link',
+                title: "its busier direction, as a share of the speed the kernel reports for the server's interface its route names",
+                value: linkShareText(data.link),
+              },
+              {
+                label: 'link busy',
+                testId: 'client-link-busy',
+                title: 'everything through that interface, its busier direction (out of or into the server), of its speed',
+                value: linkBusyText(data.link),
               },
               {
                 label: 'share of NFS traffic',

@@ -23,6 +23,7 @@ from loupe_probes.net import NetProbe, addr_str
 from loupe_probes.net.probe import NetKey, NetVal, OTHER, UNCONNECTED
 
 HERE = Path(__file__).resolve().parent
+ROUTES = REPO / "probes" / "procfs" / "testdata" / "routes" / "nas"  # a NAS's routes: default via bond0
 MiB = 1 << 20
 
 
@@ -82,25 +83,32 @@ def _key(addr: str, port: int, d: int) -> bytes:
 
 @pytest.mark.parametrize("drained, net_rows, tcp_rows", [
     ({"sock": [(_key("10.0.0.7", 2049, 0), bytes(NetVal(3, 300))),
-               (_key("10.0.0.7", 2049, 1), bytes(NetVal(2, 90)))]},
-     [({"client": "10.0.0.7", "port": "2049", "direction": "in"}, 3, 300),
-      ({"client": "10.0.0.7", "port": "2049", "direction": "out"}, 2, 90)], []),
+               (_key("10.0.0.7", 2049, 1), bytes(NetVal(2, 90))),
+               (_key("10.1.7.9", 2049, 1), bytes(NetVal(1, 50))),
+               (_key("10.1.0.5", 2049, 1), bytes(NetVal(1, 20)))]},
+     [({"client": "10.0.0.7", "port": "2049", "direction": "in", "interface": "bond0"}, 3, 300),
+      ({"client": "10.0.0.7", "port": "2049", "direction": "out", "interface": "bond0"}, 2, 90),
+      ({"client": "10.1.7.9", "port": "2049", "direction": "out", "interface": "bond0.100"}, 1, 50),
+      ({"client": "10.1.0.5", "port": "2049", "direction": "out", "interface": "lo"}, 1, 20)], []),
     ({"sock": [(bytes(NetKey((0,) * 16, 53, 0, 0)), bytes(NetVal(1, 40)))],
       "other_out": [(bytes(4), bytes(NetVal(4, 4000)))],
       "retrans": [(bytes(16) + (111).to_bytes(2, "little") + bytes(2), (5).to_bytes(8, "little"))]},
-     [({"client": OTHER, "port": "", "direction": "out"}, 4, 4000),
-      ({"client": UNCONNECTED, "port": "53", "direction": "in"}, 1, 40)],
+     [({"client": OTHER, "port": "", "direction": "out", "interface": ""}, 4, 4000),
+      ({"client": UNCONNECTED, "port": "53", "direction": "in", "interface": ""}, 1, 40)],
      [({"client": UNCONNECTED, "port": "111"}, 5)]),
     # a key whose counters are all zero (idle since the last drain) gives no row; an unknown
     # direction counts as "in" and merges with the "in" key of the same socket
     ({"sock": [(_key("10.0.0.8", 2049, 0), bytes(NetVal(0, 0))),
                (_key("10.0.0.9", 2049, 0), bytes(NetVal(1, 10))),
                (_key("10.0.0.9", 2049, 7), bytes(NetVal(2, 20)))]},
-     [({"client": "10.0.0.9", "port": "2049", "direction": "in"}, 3, 30)], []),
+     [({"client": "10.0.0.9", "port": "2049", "direction": "in", "interface": "bond0"}, 3, 30)], []),
 ])
 def test_decode(drained, net_rows, tcp_rows):
-    """decode() on hand-built map contents: one row per key, overflow as (other), frames valid."""
-    p = NetProbe("h1")
+    """decode() on hand-built map contents: one row per key, each with the interface of its
+    route (its own address: loopback), overflow as (other), frames valid."""
+    if sys.byteorder != "little":
+        pytest.skip("the routes fixture's /proc/net/route was printed on a little-endian machine")
+    p = NetProbe("h1", proc=ROUTES)
     p.obj = _FakeObj()  # decode only asks a map for its per-CPU layout
     # per-CPU values: this CPU's counts, then an idle CPU's zeros
     drained = {**drained, "sock": [(k, v + bytes(16)) for k, v in drained.get("sock", [])]}
@@ -124,6 +132,7 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 @dataclass
 class Lab:
     server: str  # address of this namespace's bridge
+    bridge: str = ""
     clients: dict[str, str] = field(default_factory=dict)  # namespace -> address
     host_if: dict[str, str] = field(default_factory=dict)  # namespace -> this side's veth
 
@@ -146,7 +155,7 @@ def lab():
     tag = secrets.token_hex(3)
     n = _free_subnet()
     br = f"lpb{tag}"
-    lab = Lab(server=f"10.78.{n}.1")
+    lab = Lab(server=f"10.78.{n}.1", bridge=br)
     namespaces: list[str] = []
     try:
         _ip("link", "add", br, "type", "bridge")
@@ -272,7 +281,8 @@ def test_bytes_per_client(lab: Lab):
         assert abs(mine["in"]["bytes"] - sent) <= 0.02 * sent, (addr, mine["in"], sent)
         assert abs(mine["out"]["bytes"] - replies[addr]) <= 0.02 * replies[addr], (addr, mine["out"], replies[addr])
         assert mine["in"]["count"] >= 1 and mine["out"]["count"] >= 1
-        assert "interface" not in mine["in"]["dims"]
+        # the route to the namespaces names the bridge: the interface they are reached through
+        assert mine["in"]["dims"]["interface"] == mine["out"]["dims"]["interface"] == lab.bridge, mine
     # The clients' own sockets (in their namespaces) are seen too, from their side:
     # the server's address, an ephemeral local port, and the same bytes the other way.
     theirs = [r for r in rows if r["dims"]["client"] == lab.server and r["dims"]["direction"] == "out"]

@@ -12,6 +12,7 @@ import pytest
 
 from loupe.frame import Frame
 from loupe_probes.procfs import CpuSource, DiskSource, NetSource
+from loupe_probes.procfs.collectors import MBPS, SPEED_REFRESH, parse_speed
 
 DATA = Path(__file__).resolve().parent.parent / "testdata"
 SYS = DATA / "sys"
@@ -28,7 +29,8 @@ def _two_snapshots(make, tmp_path: Path, t0: int = 100, t1: int = 101, passed: f
     src = make(proc)
     clock = iter([0.0, float(t1 - t0) if passed is None else passed])
     src.clock = lambda: next(clock)
-    assert src.collect(t0) == []  # first collect only primes
+    # first collect only primes the counters (a gauge, net_link, already reports)
+    assert [f for f, _, _ in src.collect(t0)] == (["net_link"] if src.family == "net" else [])
     _snapshot(proc, "snap2")
     return src, src.collect(t1)
 
@@ -78,17 +80,68 @@ EXPECTED = {
 }
 
 
+# Link capacities (net_link) beside them: eth0's speed file says 10000 Mb/s; wlan0's says -1
+# (unknown) and lo and ifb0 have none: no row, never a capacity of 0.
+LINKS = [({"interface": "eth0"}, 0, 10_000 * MBPS, 0)]
+
+
 def _table(rows: list[dict]) -> list[tuple]:
-    return [(r["dims"], r["count"], r.get("bytes", 0), r.get("lat_sum", 0)) for r in rows]
+    return [(r["dims"], r.get("count", 0), r.get("bytes", 0), r.get("lat_sum", 0)) for r in rows]
 
 
 @pytest.mark.parametrize("family", list(SOURCES))
 def test_exact_deltas(family: str, tmp_path: Path) -> None:
     _, out = _two_snapshots(SOURCES[family], tmp_path)
-    assert [(f, h) for f, h, _ in out] == [(family, "h1")]
+    assert [(f, h) for f, h, _ in out] == [(family, "h1")] + ([("net_link", "h1")] if family == "net" else [])
     rows = out[0][2]
     assert sorted(map(repr, _table(rows))) == sorted(map(repr, EXPECTED[family]))
-    Frame(source=f"procfs.{family}@h1", seq=1, ts=101, family=family, host="h1", rows=rows)
+    for fam, _, rs in out:
+        Frame(source=f"procfs.{family}@h1", seq=1, ts=101, family=fam, host="h1", rows=rs)
+    if family == "net":
+        assert _table(out[1][2]) == LINKS
+
+
+@pytest.mark.parametrize("text, mbps", [
+    ("10000\n", 10_000), ("1000", 1000), ("2500\n", 2500), ("25000", 25_000), ("100000", 100_000),
+    ("400000\n", 400_000), ("10", 10),
+    ("-1\n", None),  # SPEED_UNKNOWN: virtual links (bridges without ports, tun without a carrier, ...)
+    ("4294967295", None),  # the same, printed unsigned by older kernels
+    ("65535", None),  # the same in the 16-bit field of older drivers
+    ("0", None),  # some drivers while the link is down
+    ("", None), ("fast", None), ("10000 Mb/s", None),
+])
+def test_link_speed_decoding(text, mbps):
+    assert parse_speed(text) == mbps
+
+
+def test_link_speeds_are_a_gauge_read_every_few_seconds(tmp_path: Path) -> None:
+    """Each second carries the capacity (also the priming one); a speed change shows after
+    SPEED_REFRESH seconds, a new interface at once; unknown speeds give no row."""
+    proc, sys_ = tmp_path / "proc", tmp_path / "sys"
+    _snapshot(proc, "snap1")
+    shutil.copytree(SYS, sys_)
+    src = NetSource("h1", proc, sys_)
+    now = [0.0]
+    src.clock = lambda: now[0]
+
+    def links(ts):
+        now[0] = float(ts)
+        return [_table(rows) for fam, _, rows in src.collect(ts) if fam == "net_link"]
+
+    assert links(100) == [LINKS]  # priming: no net rows yet, but the capacity is known
+    (sys_ / "class/net/eth0/speed").write_text("1000\n")
+    (sys_ / "class/net/wlan0/speed").write_text("300\n")
+    assert links(101) == [LINKS]  # not read again yet
+    assert links(100 + int(SPEED_REFRESH)) == [[({"interface": "eth0"}, 0, 1000 * MBPS, 0),
+                                                ({"interface": "wlan0"}, 0, 300 * MBPS, 0)]]
+    (sys_ / "class/net/eth0/speed").write_text("-1\n")
+    (sys_ / "class/net/wlan0/speed").unlink()
+    (sys_ / "class/net/bond0").mkdir()
+    (sys_ / "class/net/bond0/speed").write_text("20000\n")
+    with open(proc / "net" / "dev", "a") as f:
+        f.write(" bond0: 10 1 0 0 0 0 0 0 20 2 0 0 0 0 0 0\n")
+    # bond0 is new: every speed is read again, eth0's now unknown, wlan0's gone
+    assert links(102 + int(SPEED_REFRESH)) == [[({"interface": "bond0"}, 0, 20_000 * MBPS, 0)]]
 
 
 def test_cpu_rows_in_natural_order(tmp_path: Path) -> None:
@@ -127,8 +180,8 @@ def test_same_counters_give_nothing(tmp_path: Path) -> None:
     _snapshot(proc, "snap1")
     src = NetSource("h1", proc, SYS)
     src.collect(1)
-    assert src.collect(2) == []
-    assert src.status()[0]["state"] == "active"
+    assert [fam for fam, _, _ in src.collect(2)] == ["net_link"]  # the capacities, no traffic
+    assert src.status()[0]["state"] == "active" and src.status()[0]["families"] == ["net", "net_link"]
 
 
 def test_missing_files_turn_the_source_off_then_recover(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from loupe.catalog import LATENCY, SIZE
 from loupe.frame import Frame, SourceStatus
 from loupe_probes.synthetic import SyntheticNAS
+from loupe_probes.synthetic.nas import link_mbps
 from loupe_probes.synthetic.model import BURST_WINDOW, SHARES, burst, client_ip
 
 T0 = 1_763_797_200  # a multiple of 5 and of the burst window: txg cycles line up
@@ -49,14 +50,15 @@ def test_every_frame_validates_and_is_hosted_on_demo_nas(nas: SyntheticNAS) -> N
     for ts in (T0, T0 + 1, T0 + 4, T0 + 3600 * 7 + 13):
         out = nas.frames_for(ts)
         assert [(f, h) for f, h, _ in out] == [("nfs", "demo-nas"), ("disk", "demo-nas"), ("cpu", "demo-nas"),
-                                               ("net", "demo-nas")]
+                                               ("net", "demo-nas"), ("net_link", "demo-nas")]
         assert all(rows for _, _, rows in out)
         _frames(out, ts)
 
 
 def test_status_says_demo() -> None:
     st = SyntheticNAS(clients=3, seed=1).status()
-    assert {s["name"] for s in st} == {"synthetic.nfs", "synthetic.disk", "synthetic.cpu", "synthetic.net"}
+    assert {s["name"] for s in st} == {"synthetic.nfs", "synthetic.disk", "synthetic.cpu", "synthetic.net",
+                                       "synthetic.net_link"}
     for s in st:
         SourceStatus(**s)
         assert s["demo"] is True and s["reason"] == "synthetic demo data" and s["state"] == "active"
@@ -139,9 +141,9 @@ def test_wire_carries_at_least_the_nfs_bytes(minute) -> None:
         clients = set(nfs_rd) | set(nfs_wr)
         assert clients == set(net_in) == set(net_out)
         # two layers of the same bytes: per interface (procfs) and per client (bpf.net)
-        per_if = [r for r in sec["net"] if r["dims"].get("interface")]
+        per_if = [r for r in sec["net"] if not r["dims"].get("client")]
         assert {r["dims"]["interface"] for r in per_if} == {"ixgbe0"}
-        assert all(not r["dims"].get("client") for r in per_if)
+        assert {r["dims"]["interface"] for r in sec["net"] if r["dims"].get("client")} == {"ixgbe0"}  # its route's
         for d, per in (("in", net_in), ("out", net_out)):
             assert sum(r["bytes"] for r in per_if if r["dims"]["direction"] == d) == sum(per.values())
         assert {r["dims"]["port"] for r in sec["net"] if r["dims"].get("client")} == {"2049"}
@@ -245,3 +247,25 @@ def test_ten_thousand_clients() -> None:
 
 def test_twenty_clients_in_under_20_ms(nas: SyntheticNAS) -> None:
     assert _cpu_seconds(nas, range(T0, T0 + 15))[0] < 0.020
+
+
+@pytest.mark.parametrize("clients, gbps", [(1, 10), (20, 10), (21, 25), (50, 25), (80, 40), (200, 100),
+                                           (800, 400), (801, 800), (10_000, 5200)])
+def test_link_speed_grows_with_the_population(clients, gbps) -> None:
+    assert link_mbps(clients) == 1000 * gbps
+
+
+@pytest.mark.parametrize("clients", [20, 200])
+def test_the_link_carries_its_traffic_with_room_to_spare(clients) -> None:
+    """The NIC's capacity is reported every second, and over a day of load (sampled) its busier
+    direction stays under 80 %: the demo's server link is not what slows its clients."""
+    nas = SyntheticNAS(clients=clients, seed=7)
+    peak = 0.0
+    for ts in range(T0, T0 + 86_400, 86_400 // 24):
+        out = dict((f, r) for f, _, r in nas.frames_for(ts))
+        [link] = out["net_link"]
+        assert link == {"dims": {"interface": "ixgbe0"}, "bytes": link_mbps(clients) * 125_000}
+        for d in ("in", "out"):
+            busy = sum(r["bytes"] for r in out["net"] if not r["dims"].get("client") and r["dims"]["direction"] == d)
+            peak = max(peak, busy / link["bytes"])
+    assert 0.05 < peak < 0.8, peak

@@ -3,7 +3,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...diagnose import gather, verdict
-from ...models import ClientDiagnosis, DiagnosisDisk, DiagnosisOp, DiagnosisReason, EvidenceStatistic
+from ...models import (ClientDiagnosis, DiagnosisDisk, DiagnosisLink, DiagnosisOp, DiagnosisReason,
+                       EvidenceStatistic)
 from ...query import QueryError, window_for
 from ..deps import LoupeDep, StoreDep
 
@@ -32,4 +33,16 @@ def diagnosis(
         mean_io_bytes=f.mean_io_bytes, retransmits_per_s=f.retransmits_per_s,
         by_op=[DiagnosisOp(**vars(o)) for o in f.by_op], size_mix=[[e, s] for e, s in f.size_mix],
         traffic_share=f.traffic_share, wire_bytes_per_s=f.wire_bytes_per_s,
-        disks=[DiagnosisDisk(**vars(d)) for d in f.disks], names=loupe.names.names([client]))
+        disks=[DiagnosisDisk(**vars(d)) for d in f.disks], link=_link(f), names=loupe.names.names([client]))
+
+
+def _link(f) -> DiagnosisLink | None:
+    if f.link is None:
+        return None
+    L = f.link
+    (sd, share), (ud, util) = L.share, L.utilisation
+    return DiagnosisLink(host=L.host, interface=L.interface, capacity_bytes_per_s=L.capacity,
+                         client_in_bytes_per_s=L.client.get("in", 0.0), client_out_bytes_per_s=L.client.get("out", 0.0),
+                         link_in_bytes_per_s=L.total.get("in", 0.0) if L.total else None,
+                         link_out_bytes_per_s=L.total.get("out", 0.0) if L.total else None,
+                         share=share, share_direction=sd, utilisation=util, utilisation_direction=ud)

@@ -76,6 +76,8 @@ NO_SOURCE = {
     "cpu": "no agent reports it: is 'loupe agent' or the local agent running?",
     "disk": "no agent reports it: is 'loupe agent' or the local agent running?",
     "net": "no agent reports it: is 'loupe agent' or the local agent running?",
+    "net_link": "no agent reports link speeds: the agent's procfs.net reads /sys/class/net/<if>/speed; "
+                "virtual links without a speed have none",
     "tcp": "needs the BPF agent's socket probe (bpf.net, as root)",
     "zfs_arc": "no ZFS source: the agent's zfs source reads /proc/spl/kstat/zfs where ZFS is loaded",
     "zfs_txg": "no ZFS source: the agent's zfs source reads /proc/spl/kstat/zfs where ZFS is loaded",
