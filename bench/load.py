@@ -9,7 +9,9 @@ Recorded, after the warm-up:
 - the server process's CPU (% of one core) and RSS, sampled every second from /proc, with the
   RSS slope over the run (flat after warm-up, or growing);
 - frames sent, acknowledged, rejected and refused (non-200), and whether the store holds
-  exactly the rows acknowledged (nothing lost, nothing twice).
+  exactly the rows acknowledged (nothing lost, nothing twice);
+- the server's own memory gauges from /metrics each minute (the store engine by part, pyarrow's
+  pool, the C heap, unflushed rows, the engine's write-ahead log): what the RSS is made of.
 Goal (issue 5): lag p99 <= 2 s, nothing lost, RSS flat after warm-up. Results go to
 bench/results/load-<UTC time>.json.
 """
@@ -20,6 +22,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import queue
 import random
 import shutil
 import sys
@@ -33,6 +36,11 @@ import numpy as np
 from .procs import ROOT, proc_sample, served
 
 TOKEN = "load-test-token"
+METRICS_TOKEN = "load-metrics-token"
+# /metrics gauges recorded each minute: what the server's memory is made of
+MEMORY_GAUGES = ("loupe_process_resident_bytes", "loupe_store_memory_bytes", "loupe_store_memory_part_bytes",
+                 "loupe_arrow_memory_bytes", "loupe_malloc_in_use_bytes", "loupe_malloc_free_bytes",
+                 "loupe_store_unflushed_bytes", "loupe_store_wal_bytes", "loupe_store_bytes")
 OPS = ("read", "write", "getattr", "lookup")
 
 
@@ -51,8 +59,19 @@ def frame(agent: int, seq: int, ts: int, rows: int, rng: random.Random) -> dict:
 
 
 def agent_main(agent: int, base: str, rows: int, until: float, out: mp.Queue) -> None:
-    rng = random.Random(agent)
-    lags, sent, acked, rejected, refused, acked_ops = [], 0, 0, 0, 0, 0
+    lags: list = []
+    counts = [0, 0, 0, 0, 0]
+    error = None
+    try:
+        _send(agent, base, rows, until, random.Random(agent), lags, counts)
+    except Exception as e:  # reported, not lost: the run's figures then say an agent failed
+        error = f"{type(e).__name__}: {e}"
+    out.put(dict(agent=agent, lags=lags, **dict(zip(("sent", "acked", "rejected", "refused", "acked_ops"), counts)),
+                 error=error))
+
+
+def _send(agent: int, base: str, rows: int, until: float, rng: random.Random, lags: list, counts: list) -> None:
+    """Send one frame a second until `until`; counts: sent, acknowledged, rejected, refused, operations acked."""
     seq = 0
     with httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
         nxt = int(time.time()) + 1
@@ -63,22 +82,35 @@ def agent_main(agent: int, base: str, rows: int, until: float, out: mp.Queue) ->
             seq += 1
             fr = frame(agent, seq, ts, rows, rng)
             body = json.dumps({"frames": [fr], "agent": f"load{agent}", "sent_at": time.time()})
-            sent += 1
+            counts[0] += 1
             try:
                 r = c.post("/api/v1/ingest", content=body, headers={"Content-Type": "application/json"})
             except httpx.HTTPError:
-                refused += 1
+                counts[3] += 1
                 continue
             if r.status_code != 200:
-                refused += 1
+                counts[3] += 1
                 continue
             ans = r.json()
-            acked += ans["accepted"]
-            rejected += len(ans["rejected"])
-            acked_ops += sum(fr["columns"]["count"]) if ans["accepted"] else 0
+            counts[1] += ans["accepted"]
+            counts[2] += len(ans["rejected"])
+            counts[4] += sum(fr["columns"]["count"]) if ans["accepted"] else 0
             lags.append((ts, time.time() - (ts + 1)))
-    out.put(dict(agent=agent, lags=lags, sent=sent, acked=acked, rejected=rejected, refused=refused,
-                 acked_ops=acked_ops))
+
+
+def memory_gauges(base: str) -> dict[str, float]:
+    """The server's memory gauges now, MiB, a labelled one as name{label}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(base + "/metrics", timeout=10, headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            if smp.name in MEMORY_GAUGES:
+                label = ",".join(smp.labels.values())
+                out[smp.name.removeprefix("loupe_").removesuffix("_bytes") + (f"{{{label}}}" if label else "")] = \
+                    round(smp.value / 2**20, 1)
+    return out
 
 
 def main(argv=None) -> int:
@@ -91,7 +123,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="loupe-load-", dir=a.tmp))
-    env = dict(LOUPE_INGEST_TOKEN=TOKEN, LOUPE_ADMIN_PASSWORD="load-admin-password")
+    env = dict(LOUPE_INGEST_TOKEN=TOKEN, LOUPE_METRICS_TOKEN=METRICS_TOKEN, LOUPE_ADMIN_PASSWORD="load-admin-password")
     with served(tmp, ["--no-local-agent"], env) as (srv, base):
         start = time.time()
         until = start + a.seconds
@@ -101,10 +133,23 @@ def main(argv=None) -> int:
         for ag in agents:
             ag.start()
         samples = []  # (t, cpu seconds, rss)
+        memory = []  # the server's memory gauges, once a minute
+        next_gauges = start + 60
         while time.time() < until + 2:
             samples.append((time.time(), *proc_sample(srv.pid)))
+            if time.time() >= next_gauges:
+                next_gauges += 60
+                try:
+                    memory.append(dict(minute=round((time.time() - start) / 60), **memory_gauges(base)))
+                except httpx.HTTPError as e:
+                    memory.append(dict(minute=round((time.time() - start) / 60), error=str(e)))
             time.sleep(1.0)
-        results = [out.get(timeout=120) for _ in agents]
+        results = []
+        for _ in agents:  # an agent that never answers is named in the result, not a lost run
+            try:
+                results.append(out.get(timeout=120))
+            except queue.Empty:
+                break
         for ag in agents:
             ag.join(timeout=10)
         time.sleep(3)  # the last acknowledged rows reach the tables
@@ -139,10 +184,13 @@ def main(argv=None) -> int:
         rss_slope_mib_per_min=slope * 60 / 2**20,
         rss_slope_second_half_mib_per_min=slope2 * 60 / 2**20,
         rss_max_per_minute_mib=[round(x, 1) for x in per_minute],
+        memory_gauges_mib=memory,
         frames_sent=sent, frames_acked=acked, frames_rejected=sum(r["rejected"] for r in results),
         requests_refused=sum(r["refused"] for r in results),
         ops_acked=sum(r["acked_ops"] for r in results), ops_stored=stored_ops,
-        nothing_lost=sum(r["acked_ops"] for r in results) == stored_ops,
+        nothing_lost=sum(r["acked_ops"] for r in results) == stored_ops if len(results) == a.agents else None,
+        agents_missing=sorted(set(range(a.agents)) - {r["agent"] for r in results}),
+        agent_errors={r["agent"]: r["error"] for r in results if r["error"]},
     )
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -100,6 +100,7 @@ def main(argv=None) -> int:
         engine_memory_max_mib=float(np.nanmax(warm[:, 5]) / 2**20), engine_limit_mib=float(warm[-1, 6] / 2**20),
         store_first_mib=float(warm[0, 7] / 2**20), store_last_mib=float(warm[-1, 7] / 2**20),
         wal_max_mib=float(np.nanmax(warm[:, 8]) / 2**20) if not np.isnan(warm[:, 8]).all() else None,
+        checkpoints_refused=gauge(text, "loupe_store_checkpoints_refused_total"),  # retried the next second
     )
     every = s[::10]
     res["series"] = {"t_s": every[:, 0].round(1).tolist(), "rss_mib": (every[:, 2] / 2**20).round(1).tolist(),

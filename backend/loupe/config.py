@@ -49,9 +49,11 @@ class Settings(BaseSettings):
     compact_every: int = Field(3600, ge=60)
     clock_skew_limit: float = Field(2.0, gt=0, description="Seconds an agent's clock may differ from the "
                                     "server's; beyond it the agent is flagged and its frames placed by server time")
-    db_memory_limit: str = Field("1GB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$",
+    db_memory_limit: str = Field("512MB", pattern=r"^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$",
                                  description="Memory the store's engine may cache and compute in (DuckDB's "
-                                 "memory_limit, e.g. 512MB, 4GB); beyond it it evicts and spills to disk")
+                                 "memory_limit, e.g. 512MB, 4GB); beyond it it evicts and spills to disk. It "
+                                 "keeps every block it writes cached until this limit, so under steady ingest "
+                                 "it fills up to it; the server process adds about 400-600 MiB of its own")
     webhook_timeout: float = Field(5.0, gt=0, le=60, description="Seconds an alert's webhook receiver has to answer")
     webhook_attempts: int = Field(5, ge=1, le=20, description="Posts of one alert event before it is marked "
                                   "failed (retried after 2 s, 5 s, 15 s, 1 min, 5 min, then every 15 min)")

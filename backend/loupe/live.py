@@ -57,6 +57,12 @@ class LiveHub:
     def subscribers(self) -> int:
         return len(self._subs)
 
+    def pending(self) -> int:
+        """Seconds queued for all subscribers together (bounded: MAX_PENDING per subscriber and family)."""
+        with self._lock:
+            subs = list(self._subs)
+        return sum(len(t) for s in subs for t in list(s.pending.values()))
+
     def publish(self, seconds: dict[str, set[int]]) -> None:
         """Thread-safe: called by ingest after its commit."""
         if not seconds or self.loop is None or self.loop.is_closed():

@@ -17,6 +17,7 @@ from .control import SourceControl
 from .frame import IngestRequest
 from .frame_v3 import ArrowFrame
 from .live import LiveHub
+from .memory import use_returning_arrow_pool
 from .names import NameResolver
 from .store.base import IngestOutcome, PruneReport, StoreUnavailable
 from .store.duckdb_store import DuckDBStore
@@ -60,6 +61,7 @@ def _configured_token(auth: Auth, secret: str, name: str, scope: str) -> bool:
 class Loupe:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.arrow_pool = use_returning_arrow_pool()  # before ingest allocates: see memory.py
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.retain = {"second": settings.retain_seconds, "minute": settings.retain_minutes,
                        "hour": settings.retain_hours}
@@ -88,7 +90,8 @@ class Loupe:
                                    namer=self.names.name)
         self.control = SourceControl(settings.data_dir / "sources.json")
         self.telemetry = Telemetry(self.store.size_bytes, lambda: self.hub.subscribers, self.control,
-                                   backlog=self.store.backlog, memory=self.store.memory)
+                                   backlog=self.store.backlog, memory=self.store.memory,
+                                   memory_parts=self.store.memory_parts, live_pending=self.hub.pending)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.agent_stops: list[threading.Event] = []
@@ -184,8 +187,8 @@ class Loupe:
                     next_size = now + 60
                     self.size_history.append((now, self.store.size_bytes()))
                 if now >= next_checkpoint:
-                    next_checkpoint = now + 30
-                    self.store.checkpoint()
+                    # refused (another write was committing): again next second, not in 30
+                    next_checkpoint = now + (30 if self.store.checkpoint() else 1)
                     self.auth.flush_usage()
                     self.auth.prune_sessions()
                 if now >= next_prune:

@@ -15,6 +15,8 @@ import pyarrow.compute as pc
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from .memory import process_memory
+
 # family -> (labels taken from row dims, counters: name -> (row field, help, scale))
 HEADLINES = {
     "nfs": (("proto", "op"), {"nfs_ops": ("count", "NFS operations", 1.0), "nfs_bytes": ("bytes", "NFS payload bytes", 1.0)}),
@@ -30,7 +32,7 @@ HEADLINE_ROWS = {"net": ("client", False), "cpu": ("application", False)}
 
 class Telemetry(Collector):
     def __init__(self, store_size=lambda: 0, subscribers=lambda: 0, control=None, backlog=dict,
-                 memory=lambda: (0, 0)) -> None:
+                 memory=lambda: (0, 0), memory_parts=dict, live_pending=lambda: 0) -> None:
         self._lock = threading.Lock()
         self.frames = defaultdict(int)  # result -> n
         self.requests = defaultdict(int)  # body format (json, arrow) -> ingest requests
@@ -50,6 +52,8 @@ class Telemetry(Collector):
         self.backlog = backlog  # Store.backlog: acknowledged rows not yet in the tables, and why
         self.subscribers = subscribers
         self.memory = memory  # Store.memory: (held, limit) bytes
+        self.memory_parts = memory_parts  # Store.memory_parts: the engine's memory by what holds it
+        self.live_pending = live_pending  # seconds queued for live subscribers, all together
         self.control = control  # SourceControl: agents' and probes' own cost
         self.started = time.time()
 
@@ -131,14 +135,27 @@ class Telemetry(Collector):
         yield GaugeMetricFamily("loupe_store_memory_bytes", "Memory the store's engine holds (buffer pool)", value=held)
         yield GaugeMetricFamily("loupe_store_memory_limit_bytes", "The most the store's engine may hold",
                                 value=limit)
+        g = GaugeMetricFamily("loupe_store_memory_part_bytes", "Memory the store's engine holds, by what holds it "
+                              "(DuckDB's duckdb_memory() tags)", labels=["part"])
+        for part, v in sorted(self.memory_parts().items()):
+            g.add_metric([part], v)
+        yield g
+        yield from _process_memory()
         b = self.backlog()
         yield GaugeMetricFamily("loupe_store_unflushed_rows", "Acknowledged rows in the ingest log, not yet in the tables",
                                 value=b.get("rows", 0))
+        yield GaugeMetricFamily("loupe_store_unflushed_bytes", "Memory held by those rows until they are in the tables",
+                                value=b.get("bytes", 0))
         yield GaugeMetricFamily("loupe_store_flush_failing", "1 while writing the ingest log's rows to the tables fails",
                                 value=1 if b.get("error") else 0)
         yield GaugeMetricFamily("loupe_store_wal_bytes", "The store engine's write-ahead log, not yet checkpointed",
                                 value=b.get("wal_bytes", 0))
+        yield CounterMetricFamily("loupe_store_checkpoints_refused", "Checkpoints the store engine refused because "
+                                  "another write was committing (retried the next second)",
+                                  value=b.get("checkpoints_refused", 0))
         yield GaugeMetricFamily("loupe_live_subscribers", "Open live WebSocket connections", value=self.subscribers())
+        yield GaugeMetricFamily("loupe_live_pending_seconds", "Seconds waiting to be pushed to live subscribers, "
+                                "all together (each keeps at most its newest 30 per family)", value=self.live_pending())
         if self.control is not None:
             yield from self._self_cost()
 
@@ -159,6 +176,21 @@ class Telemetry(Collector):
                 if key in st:
                     g.add_metric([agent], float(st[key]))
             yield g
+
+
+def _process_memory():
+    m = process_memory()
+    yield GaugeMetricFamily("loupe_process_resident_bytes", "The server process's resident memory (RSS)",
+                            value=m["resident"])
+    g = GaugeMetricFamily("loupe_arrow_memory_bytes", "Memory pyarrow's pool has handed out (ingest batches, "
+                          "the stage, query results), by the pool's allocator", labels=["pool"])
+    g.add_metric([m["arrow_pool"]], m["arrow"])
+    yield g
+    if "malloc_in_use" in m:  # glibc only
+        yield GaugeMetricFamily("loupe_malloc_in_use_bytes", "The C heap's blocks in use (Python objects, "
+                                "libraries)", value=m["malloc_in_use"])
+        yield GaugeMetricFamily("loupe_malloc_free_bytes", "Free memory the C heap keeps instead of returning it",
+                                value=m["malloc_free"])
 
 
 SOURCE_COST = {

@@ -198,7 +198,19 @@ def test_sources_status_and_prometheus(client):
     assert re.search(r"^loupe_store_wal_bytes \d", text, re.M)
     held = float(re.search(r"^loupe_store_memory_bytes (\S+)$", text, re.M).group(1))
     limit = float(re.search(r"^loupe_store_memory_limit_bytes (\S+)$", text, re.M).group(1))
-    assert 0 < held <= limit and abs(limit - 10**9) < 0.01 * 10**9  # the default, 1GB, not DuckDB's 80 % of RAM
+    assert 0 < held <= limit and abs(limit - 512 * 10**6) < 0.01 * 10**9  # the default, not DuckDB's 80 % of RAM
+    # what the process's memory is made of, each consumer as it reports itself
+    resident = float(re.search(r"^loupe_process_resident_bytes (\S+)$", text, re.M).group(1))
+    parts = {m[0]: float(m[1]) for m in re.findall(r'^loupe_store_memory_part_bytes\{part="(\w+)"\} (\S+)$', text, re.M)}
+    assert parts and all(0 < v <= limit for v in parts.values()), parts
+    assert resident > max(parts.values())
+    pool, arrow = re.search(r'^loupe_arrow_memory_bytes\{pool="(\w+)"\} (\S+)$', text, re.M).groups()
+    assert pool in ("jemalloc", "system") and 0 <= float(arrow) < resident  # not mimalloc: see loupe.memory
+    if re.search(r"^loupe_malloc_in_use_bytes", text, re.M):  # glibc only
+        in_use = float(re.search(r"^loupe_malloc_in_use_bytes (\S+)$", text, re.M).group(1))
+        assert 0 < in_use < resident
+    assert re.search(r"^loupe_store_unflushed_bytes \d", text, re.M)
+    assert "loupe_live_pending_seconds 0.0" in text and "loupe_store_checkpoints_refused_total 0.0" in text
     unflushed = float(re.search(r"^loupe_store_unflushed_rows (\S+)$", text, re.M).group(1))
     assert 0 <= unflushed <= 30 * 5  # at most what seed() sent, until the flush thread writes it
     assert client.get("/healthz").json() == {"ok": True}

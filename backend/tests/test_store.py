@@ -926,3 +926,86 @@ def test_extremes_of_a_point_still_open_bracket_its_mean(tmp_path):
         assert (lo1, hi1) == (0.0, 100.0) and lo1 <= s.aggregate(stat(OPS), w, 1).total[0] <= hi1
     finally:
         s.close()
+
+
+def _hot_rows(ts0: int, seconds: int, per_second: int, seed: int = 0):
+    """`seconds` seconds of `per_second` rows each in the hot table's layout, with random (incompressible)
+    measures: a table grows on disk by about 30 bytes a row."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    n = seconds * per_second
+    clients = np.array([f"10.0.{i // 250}.{i % 250}" for i in range(1000)], dtype=object)
+    files = np.array([f"/export/d{i % 37}/f{i}" for i in range(5000)], dtype=object)
+    lists = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), pa.array(rng.integers(0, 8, n, np.uint16)))
+    return pa.table({
+        "ts": np.repeat(np.arange(ts0, ts0 + seconds, dtype=np.int64), per_second), "host": ["nas1"] * n,
+        "client": clients[rng.integers(0, 1000, n)], "op": ["read"] * n, "proto": ["v3"] * n, "share": ["/export"] * n,
+        "file": files[rng.integers(0, 5000, n)], "count": rng.integers(1, 1 << 20, n),
+        "bytes": rng.integers(0, 1 << 40, n), "lat_sum": rng.integers(0, 1 << 40, n),
+        "hk": lists, "hv": pa.ListArray.from_arrays(lists.offsets, pa.array(rng.integers(1, 1 << 30, n)))})
+
+
+def _fill_hot(path, memory_limit):
+    """Ten 200,000-row flushes, each checkpointed as the upkeep does; (the engine's peak memory after
+    each, its limit, the store's size on disk)."""
+    s = DuckDBStore(path, clock=lambda: NOW + 3600, memory_limit=memory_limit)
+    try:
+        peak = 0
+        for k in range(10):
+            s.append_arrow("nfs", _hot_rows(NOW + 10 * k, 10, 20_000, seed=k), dirty=False)
+            s.flush()
+            s.checkpoint()
+            peak = max(peak, s.memory()[0])
+        assert s.row_counts()["nfs_s_hot"] == 10 * 10 * 20_000
+        return peak, s.memory()[1], s.size_bytes()
+    finally:
+        s.close()
+
+
+def test_the_engine_keeps_to_its_memory_limit_while_the_hot_table_outgrows_it(tmp_path):
+    """Blocks a checkpoint writes stay cached in the engine's buffer pool until its limit, so without
+    one the server's memory grows with every second stored (DuckDB's default limit is 80 % of RAM).
+    With one, the engine's memory stays under it however large the table on disk grows."""
+    unbounded, _, size = _fill_hot(tmp_path / "a.duckdb", None)
+    assert unbounded > 0.8 * size  # the peer: all that was written is still held
+    peak, limit, size = _fill_hot(tmp_path / "b.duckdb", "20MiB")
+    assert limit == 20 * 2**20 and size > 2 * limit  # the table outgrew the limit twice over
+    assert 0 < peak <= limit
+
+
+def test_a_refused_checkpoint_is_counted_and_the_next_one_folds_the_wal(tmp_path):
+    """The engine refuses a checkpoint while another holds its lock (as while another write commits):
+    checkpoint() says so instead of raising, and the upkeep tries again the next second."""
+    import threading
+
+    s = DuckDBStore(tmp_path / "c.duckdb", clock=lambda: NOW + 3600)
+    try:
+        s.checkpoint()
+        s.append_arrow("nfs", _hot_rows(NOW, 2, 1000), dirty=False)
+        s.flush()
+        assert s.backlog()["wal_bytes"] > 0
+        s._db.execute("SET debug_checkpoint_scan_sleep_ms = 200")  # per table: the other holds the lock for seconds
+        other = s._db.cursor()
+        started = threading.Event()
+
+        def hold():
+            started.set()
+            other.execute("CHECKPOINT")
+
+        t = threading.Thread(target=hold)
+        t.start()
+        started.wait()
+        time.sleep(0.3)  # the other has begun
+        assert s.checkpoint() is False
+        assert s.backlog()["checkpoints_refused"] == 1
+        t.join()
+        s._db.execute("SET debug_checkpoint_scan_sleep_ms = 0")
+        s.append_arrow("nfs", _hot_rows(NOW + 2, 2, 1000), dirty=False)
+        s.flush()
+        assert s.backlog()["wal_bytes"] > 0
+        assert s.checkpoint() is True and s.backlog()["wal_bytes"] == 0
+        assert s.backlog()["checkpoints_refused"] == 1
+    finally:
+        s.close()

@@ -144,7 +144,8 @@ class Store(abc.ABC):
         """One second: (total, values of `keys`, other). For live pushes."""
 
     def backlog(self) -> dict:
-        """Acknowledged writes not yet in the tables: {"rows": n, "error": why the last flush failed, or None}."""
+        """Acknowledged writes not yet in the tables: {"rows": n, "bytes": their size in memory, "error": why
+        the last flush failed, or None}; an engine may add its own (DuckDB: its WAL, refused checkpoints)."""
         return {"rows": 0, "error": None}
 
     def flush(self) -> int:
@@ -226,6 +227,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def memory(self) -> tuple[int, int]:
         """(bytes the engine holds in memory now, the most it may hold)."""
+
+    def memory_parts(self) -> dict[str, int]:
+        """The engine's memory by what holds it (its own names), bytes; empty where it cannot tell."""
+        return {}
 
     @abc.abstractmethod
     def ping(self) -> None:

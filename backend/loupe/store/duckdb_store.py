@@ -228,6 +228,7 @@ class DuckDBStore(Store):
         self.compact_every = compact_every
         self.stage_flush_rows = stage_flush_rows
         self.inline_flushes = 0  # ingests that flushed the stage themselves (no flush thread waits)
+        self.checkpoints_refused = 0  # checkpoints the engine refused (another write was committing)
         self._flush_due = threading.Event()
         self._flush_thread = False  # something calls wait_flush(): it flushes, requests never do
         self.stage_max_rows = stage_max_rows
@@ -635,7 +636,10 @@ class DuckDBStore(Store):
             wal = os.path.getsize(self.path + ".wal")
         except OSError:
             wal = 0
-        return {"rows": self._staged_rows, "error": self.flush_error, "wal_bytes": wal}
+        with self._slock:
+            held = sum(t.nbytes for items in self._stage.values() for _, t in items)
+        return {"rows": self._staged_rows, "bytes": held, "error": self.flush_error, "wal_bytes": wal,
+                "checkpoints_refused": self.checkpoints_refused}
 
     def request_flush(self) -> None:
         self._flush_due.set()
@@ -1645,10 +1649,20 @@ class DuckDBStore(Store):
             raise RuntimeError(f"re-sorting {table}: deleted {gone} old rows of {n}")
         return int(n)
 
-    def checkpoint(self) -> None:
+    def checkpoint(self) -> bool:
+        """Fold the seq log and the engine's WAL into the tables; False when the engine refused the
+        checkpoint because another write was committing (counted in checkpoints_refused: the upkeep
+        tries again the next second instead of letting the WAL and its memory grow till the next)."""
         with self._wlock:
             self._fold_seq_log()
-            self._checkpoint()
+            try:
+                self._checkpoint()
+            except duckdb.TransactionException as e:
+                if "other write transactions" not in str(e):
+                    raise
+                self.checkpoints_refused += 1
+                return False
+            return True
 
     def _checkpoint(self) -> None:
         # On the root connection: a CHECKPOINT on the cursor that just committed a flush is
@@ -1659,6 +1673,8 @@ class DuckDBStore(Store):
     def _fold_seq_log(self) -> None:
         """Keep one row per source: the log's newest high-water marks replace those in ``seqs``."""
         cur = self._cur
+        if cur.execute("SELECT count(*) FROM seq_log").fetchone()[0] == 0:
+            return  # no write transaction for nothing
         cur.begin()
         try:
             cur.execute("INSERT OR REPLACE INTO seqs SELECT source, max(hwm), max(updated) FROM seq_log "
@@ -1697,6 +1713,12 @@ class DuckDBStore(Store):
         (used,), = cur.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchall()
         (limit,), = cur.execute("SELECT current_setting('memory_limit')").fetchall()
         return int(used), _parse_bytes(limit)
+
+    def memory_parts(self) -> dict[str, int]:
+        """duckdb_memory()'s tags that hold any memory (base_table: table data in the buffer pool;
+        in_memory_table: appended rows not checkpointed yet; transaction: undo buffers; ...)."""
+        return {tag.lower(): int(used) for tag, used in self._cur.execute(
+            "SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0").fetchall()}
 
     def ping(self) -> None:
         self._cur.execute("SELECT 1").fetchone()
