@@ -219,6 +219,15 @@ describe('Loupe heat-map bucket zoom in Chromium', { skip: skip ?? false }, () =
     // from 20 % to 70 % of the five minutes, across two buckets (press and release anywhere on the plot)
     await drag(await at(rows, withEvents[0], 0.2), await at(rows, withEvents[1], 0.7), false)
     await until('a band selected', async () => (await page.getByTestId('band-sum').count()) === 1)
+    // the raster draws the band over the columns dragged across, from 20 % to 70 % of the plot
+    const box = await chart().locator('canvas').first().boundingBox()
+    const w = box.width - GRID.left - GRID.right
+    const band = () => page.locator('canvas.hm-raster').getAttribute('data-band')
+    await until('the band drawn', async () => Boolean(await band()))
+    const [x0, , bw] = (await band()).split(',').map(Number)
+    const near = (x, frac) => Math.abs((x - GRID.left) / w - frac) < 0.03
+    assert.ok(near(x0, 0.2) && near(x0 + bw, 0.7), `band from ${x0} to ${x0 + bw} px on a plot from ${GRID.left} px, ${w} px wide`)
+    assert.match(await chart().getAttribute('aria-label'), /, band .+ selected from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d to \d\d:\d\d:\d\d/)
     await page.getByTestId('member-row').first().waitFor()
     page.off('request', onRequest)
     const title = await page.getByTestId('members-title').textContent()

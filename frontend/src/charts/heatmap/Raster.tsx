@@ -1,17 +1,18 @@
-// A heat map's cells as a raster beneath its chart: ECharts draws the axes, the colour key, the
-// band and the annotations over it (on a transparent canvas), and the pointer is read here: the
-// cell under it for the tooltip and for the band and zoom gestures. The cells are one image of a
-// pixel each, scaled up: 20k of them draw in a few ms, where ECharts' heat-map series builds and
-// paints an object per cell (about 200 ms for 20k; bench/ui_heatmap.mjs). The image is kept
-// between draws: a live map's second repaints only the columns it wrote (dirtyColumns).
-import { useLayoutEffect, useMemo, useRef, useState, type MouseEvent, type MutableRefObject, type ReactNode } from 'react'
+// A heat map's cells as a raster beneath its chart, with the time axis's labels, the annotations
+// and the selected band: ECharts draws the bucket axis and the colour key over it (on a
+// transparent canvas), and the pointer is read here: the cell under it for the tooltip and for
+// the band and zoom gestures. The cells are one image of a pixel each, scaled up: 20k of them
+// draw in a few ms, where ECharts' heat-map series builds and paints an object per cell (about
+// 200 ms for 20k; bench/ui_heatmap.mjs). The image is kept between draws: a live map's second
+// repaints only the columns it wrote (dirtyColumns).
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type MutableRefObject, type ReactNode } from 'react'
 import { formatTick } from '../../lib/format'
 import { cssVar, useTheme } from '../../lib/theme'
 import { timed } from '../../lib/timing'
 import { annotationLook, categorySpans, clipAnnotations, type Annotation, type AnnotationKind } from '../annotations/transform'
 import { CHART, HEAT_COLORS } from '../palette'
-import type { HeatGrid } from './model'
-import { cellAtPoint, cellTip, dirtyColumns, paintColumns, paletteOf, parseColor, plotRect, timeTicks } from './transform'
+import type { Band, HeatGrid, Span } from './model'
+import { bandRect, cellAtPoint, cellTip, dirtyColumns, paintColumns, paletteOf, parseColor, plotRect, timeTicks } from './transform'
 
 export type Cell = { col: number; row: number }
 
@@ -31,13 +32,19 @@ interface Props {
   children: ReactNode
   /** Filled with the raster's canvas, for the PNG export to draw beneath the chart. */
   canvas: MutableRefObject<HTMLCanvasElement | null>
-  /** A press and a release on the plot, with the cell under each (null off the cells). */
+  /**
+   * A press on the plot and its release, with the cell under each (null off the cells): a release
+   * off the cells (or off the plot, anywhere in the window) after a press on one gives the nearest cell.
+   */
   onPress?: (cell: Cell | null) => void
   onRelease?: (cell: Cell | null, shift: boolean) => void
   /** The test id of the chart drawn over the cells. */
   chartTestId?: string
   /** Spans of time marked over the cells (runs, alerts, agents). */
   annotations?: Annotation[]
+  /** The band selected, over the columns of `span` (none: all of them). */
+  selection?: Band | null
+  span?: Span | null
 }
 
 /** A colour of the theme, named as the palette names it (var(--name)). */
@@ -54,15 +61,24 @@ function looks() {
     text: themed(CHART.text),
     axis: themed(CHART.axis),
     annotation: { run: kind('run'), alert: kind('alert'), agent: kind('agent') },
+    band: { fill: themed(CHART.bandFill), line: themed(CHART.bandLine) },
   }
 }
 
 /**
  * Over the cells: the annotations (as ECharts' markArea drew them: a filled span with a border,
- * its words at its top left) and, under the plot, the time axis's ticks and labels (as ECharts'
- * axis: 5 px ticks, 12 px text 8 px below the axis).
+ * its words at its top left), the band `rect` (bandRect) over them, and, under the plot, the time
+ * axis's ticks and labels (as ECharts' axis: 5 px ticks, 12 px text 8 px below the axis).
  */
-function drawFurniture(ctx: CanvasRenderingContext2D, grid: HeatGrid, annotations: Annotation[], look: ReturnType<typeof looks>, width: number, height: number) {
+function drawFurniture(
+  ctx: CanvasRenderingContext2D,
+  grid: HeatGrid,
+  annotations: Annotation[],
+  rect: [number, number, number, number] | null,
+  look: ReturnType<typeof looks>,
+  width: number,
+  height: number,
+) {
   const [left, top, w, h] = plotRect(width, height)
   const at = (pos: number) => left + ((pos + 0.5) / grid.cols) * w // a column position (column i spans i - 0.5 .. i + 0.5)
   ctx.font = '11px sans-serif'
@@ -80,6 +96,14 @@ function drawFurniture(ctx: CanvasRenderingContext2D, grid: HeatGrid, annotation
       ctx.fillStyle = st.text
       ctx.fillText(m.label, x0 + 5, top + 5)
     }
+  }
+  if (rect) {
+    ctx.fillStyle = look.band.fill
+    ctx.fillRect(...rect)
+    ctx.strokeStyle = look.band.line
+    ctx.lineWidth = 1.5
+    ctx.strokeRect(...rect)
+    ctx.lineWidth = 1
   }
   ctx.font = '12px sans-serif'
   ctx.textAlign = 'center'
@@ -118,7 +142,8 @@ interface Painted {
 
 const NONE: Annotation[] = []
 
-export function RasterPlot({ grid, version, lo, hi, range, rateUnit, children, canvas, onPress, onRelease, chartTestId = 'heatmap-chart', annotations = NONE }: Props) {
+export function RasterPlot(props: Props) {
+  const { grid, version, lo, hi, range, rateUnit, children, canvas, onPress, onRelease, chartTestId = 'heatmap-chart', annotations = NONE, selection, span } = props
   const box = useRef<HTMLDivElement>(null)
   const bitmap = useRef<HTMLCanvasElement | null>(null)
   const painted = useRef<Painted | null>(null)
@@ -171,27 +196,51 @@ export function RasterPlot({ grid, version, lo, hi, range, rateUnit, children, c
     }
     painted.current = { grid, version: grid.version, lo, hi, range, palette, image }
     ctx.imageSmoothingEnabled = false
-    ctx.drawImage(img, ...plotRect(size.width, size.height))
-    drawFurniture(ctx, grid, annotations, look, size.width, size.height)
+    const plot = plotRect(size.width, size.height)
+    ctx.drawImage(img, ...plot)
+    // the band over the rows drawn; a span's columns found again at each draw, as new ones move it along
+    const rect = selection ? bandRect({ timestamps: grid.timestamps, step: grid.step, buckets: grid.buckets.slice(lo, hi) }, selection, span, plot) : null
+    c.dataset.band = rect ? rect.map((v) => Math.round(v * 10) / 10).join(',') : '' // where it is drawn, for tests
+    drawFurniture(ctx, grid, annotations, rect, look, size.width, size.height)
     timed('loupe:chart-drawn', t0, 'heatmap-cells')
-  }, [grid, version, lo, hi, range, look, palette, annotations, size, cols, rows, canvas])
+  }, [grid, version, lo, hi, range, look, palette, annotations, selection, span, size, cols, rows, canvas])
 
-  const cellOf = (e: MouseEvent) => {
+  // A press on the cells is released wherever the pointer is then, off the plot or the card too:
+  // the window hears it. The handlers are the latest render's.
+  const release = useRef(onRelease)
+  release.current = onRelease
+  const unlisten = useRef<(() => void) | null>(null)
+  useEffect(() => () => unlisten.current?.(), [])
+
+  const cellOf = (e: { clientX: number; clientY: number }, clamp = false) => {
     const el = box.current
     const b = el && chartBox(el, chartTestId)
     if (!el || !b) return null
     const a = el.getBoundingClientRect()
     const x = e.clientX - a.left - b.left
     const y = e.clientY - a.top - b.top
-    const cell = cellAtPoint(b.width, b.height, cols, rows, x, y)
+    const cell = cellAtPoint(b.width, b.height, cols, rows, x, y, clamp)
     return cell && { ...cell, x: x + b.left, y: y + b.top }
   }
   return (
     <div
       ref={box}
       className="hm-plot"
-      onMouseDown={(e) => onPress?.(cellOf(e))}
-      onMouseUp={(e) => onRelease?.(cellOf(e), e.shiftKey)}
+      onMouseDown={(e) => {
+        if (e.button !== 0) return
+        const cell = cellOf(e)
+        onPress?.(cell)
+        unlisten.current?.()
+        const up = (u: globalThis.MouseEvent) => {
+          unlisten.current?.()
+          release.current?.(cellOf(u, cell !== null), u.shiftKey)
+        }
+        window.addEventListener('mouseup', up)
+        unlisten.current = () => {
+          window.removeEventListener('mouseup', up)
+          unlisten.current = null
+        }
+      }}
       onMouseMove={(e) => {
         const cell = cellOf(e)
         const rate = cell ? grid.rate[cell.col * grid.rows + lo + cell.row]! : 0

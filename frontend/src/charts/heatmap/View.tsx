@@ -4,11 +4,11 @@
 import { memo, useMemo, useRef, useState, type MutableRefObject, type ReactNode } from 'react'
 import type { Bucket } from '../../api/client'
 import { EChart } from '../../components/EChart'
-import { formatRate, formatShare } from '../../lib/format'
+import { formatClock, formatDateTime, formatRate, formatShare } from '../../lib/format'
 import { annotationsText, clipAnnotations } from '../annotations/transform'
 import type { Band, HeatGrid, HeatmapOptions, HeatShape, Span } from './model'
 import { RasterPlot } from './Raster'
-import { bandBetween, bandLabel, bandRate, bucketRates, columnSum, gridRange, spanBetween, spanColumns, steadyRange, toHeatmapOption, zoomRows } from './transform'
+import { bandBetween, bandLabel, bandRate, bucketRates, columnSum, gridRange, spanBetween, steadyRange, toHeatmapOption, zoomLabel, zoomRows } from './transform'
 
 interface Props extends HeatmapOptions {
   /** The cells, merged into in place while live: `version` says when they changed. */
@@ -66,10 +66,10 @@ export function HeatmapView(props: Props) {
   const { memberDims, memberBy, onMemberBy, members, exporter, group } = props
   // the rows [r0, r1) drawn
   const { lo: r0, hi: r1, hidden } = useMemo(() => zoomRows(grid.buckets, keep, sums, grid.cols, zoom), [grid.buckets, grid.cols, sums, keep, zoom])
-  // The chart over the cells (axes, colour key, band) depends on the rows drawn and the colour
+  // The chart over the cells (bucket axis, colour key) depends on the rows drawn and the colour
   // range, which a second's new data (or a full read each minute) seldom changes: then ECharts is
   // not touched and only the raster is drawn again, its newest columns or, after a new column at
-  // the end, all of them.
+  // the end, all of them, with the time axis's labels, the annotations and the selected band.
   const rowKey = `${grid.dim} ${r0} ${r1} ${grid.buckets.map((b) => b.index).join(',')}`
   const buckets = useMemo(() => grid.buckets.slice(r0, r1), [rowKey]) // the same rows as before: the same array
   const shown: HeatShape = useMemo(
@@ -81,18 +81,18 @@ export function HeatmapView(props: Props) {
   const { min, max } = range
   // the newest column's rate, all buckets shown (it grows each second while live)
   const newest = Math.round(columnSum(grid, grid.cols - 1, r0, r1) * 1000) / 1000
-  // A new column moves no part of the chart (the raster draws the time axis's labels and the
-  // annotations) but a band's time span: the option is drawn again only when something else changes.
-  const spanCols = span ? spanColumns(shown, span) : null
+  // Neither a new column nor a band selected changes the chart (the raster draws the time axis's
+  // labels, the annotations and the band, a span's moving with its columns).
   const option = useMemo(
-    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection, span, raster: true, colors: { min, max } }),
-    [buckets, grid.cols, spanCols?.[0], spanCols?.[1], min, max, valueUnit, rateUnit, selection, span], // what of `shown` the option reads
+    () => toHeatmapOption(shown, { valueUnit, rateUnit, selection: null, raster: true, colors: { min, max } }),
+    [buckets, grid.cols, min, max, valueUnit, rateUnit], // what of `shown` the option reads
   )
   const kept = useMemo(() => grid.buckets.slice(0, keep), [grid.buckets, keep])
   // Over every bucket the crop kept, so that a band outside the zoom keeps its rate; the table lists the zoom's.
   const rates = useMemo(() => bucketRates(kept, sums, grid.cols), [kept, sums, grid.cols])
   const listed = zoom ? rates.filter((r) => r.index >= zoom.lo && r.index <= zoom.hi) : rates
-  const anchor = useRef<{ exponent: number | null; col: number } | null>(null)
+  // where a drag began: its bucket, and its column's second (a live map moves on under the pointer)
+  const anchor = useRef<{ exponent: number | null; ts: number } | null>(null)
   const raster = useRef<HTMLCanvasElement | null>(null)
   const first = kept[0]?.index ?? 0
   const last = kept[kept.length - 1]?.index ?? 0
@@ -106,6 +106,8 @@ export function HeatmapView(props: Props) {
     onSelect(band, band ? over : null)
   }
   const options = useMemo(() => [...kept].reverse(), [kept])
+  // the band the raster draws, said in the chart's label
+  const selected = selection ? `, band ${zoomLabel(kept, selection, valueUnit)} selected${span ? ` from ${formatDateTime(span.start)} to ${formatClock(span.end)}` : ''}` : ''
   return (
     <div className="hm">
       <div className="hm-main" data-testid="heatmap-rows" data-rows={shown.buckets.map((b) => b.index).join(',')} data-end={shown.end} data-newest={newest}>
@@ -117,21 +119,24 @@ export function HeatmapView(props: Props) {
             hi={r1}
             range={range}
             annotations={annotations}
+            selection={selection}
+            span={span}
             rateUnit={rateUnit}
             canvas={raster}
             onPress={(cell) => {
-              anchor.current = cell && { exponent: exponentAt(shown, cell.row), col: cell.col }
+              anchor.current = cell && { exponent: exponentAt(shown, cell.row), ts: shown.timestamps[cell.col]! }
             }}
             onRelease={(cell, shift) => {
               const y = cell && exponentAt(shown, cell.row)
               const from = anchor.current?.exponent ?? null
-              const fromCol = anchor.current?.col
+              const fromTs = anchor.current?.ts
               anchor.current = null
               if (y === null || !cell) return
+              const ts = shown.timestamps[cell.col]!
               if (shift && from !== null && from !== y) onZoom(bandBetween(from, y))
               else if (shift && selection) pick(bandBetween(Math.min(selection.lo, y), Math.max(selection.hi, y)), span)
               // a drag across columns selects their time span too; within one column, the whole range
-              else pick(bandBetween(from ?? y, y), fromCol !== undefined && fromCol !== cell.col ? spanBetween(shown, fromCol, cell.col) : null)
+              else pick(bandBetween(from ?? y, y), fromTs !== undefined && fromTs !== ts ? spanBetween(fromTs, ts, shown.step) : null)
             }}
           >
             <EChart
@@ -142,7 +147,7 @@ export function HeatmapView(props: Props) {
               times={shown.timestamps}
               className="hm-chart"
               testId="heatmap-chart"
-              ariaLabel={`heat map of ${grid.dim}${zoom ? `, zoomed to ${zoomText}` : ''}${annotationsText(clipAnnotations(annotations ?? [], shown.start, shown.end))}`}
+              ariaLabel={`heat map of ${grid.dim}${zoom ? `, zoomed to ${zoomText}` : ''}${selected}${annotationsText(clipAnnotations(annotations ?? [], shown.start, shown.end))}`}
             />
           </RasterPlot>
         ) : (

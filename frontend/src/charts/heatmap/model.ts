@@ -37,9 +37,10 @@ export interface HeatmapOptions {
   /**
    * The cells are drawn beneath the chart as a raster (paintColumns, charts/heatmap/Raster.tsx),
    * not by ECharts, which builds an object per cell (some 200 ms for 20k cells, where the raster
-   * takes under a millisecond), and with them the time axis's labels and the annotations: the
-   * option keeps the bucket axis, the colour key and the band, on a time axis of column
-   * positions, and stays the same when a new column moves the cells along.
+   * takes under a millisecond), and with them the time axis's labels, the annotations and the
+   * selected band (`selection` and `span` are then left out of the option): the option keeps the
+   * bucket axis and the colour key, on a time axis of column positions, and stays the same when a
+   * new column moves the cells (and a band over a span) along or a band is selected.
    */
   raster?: boolean
 }

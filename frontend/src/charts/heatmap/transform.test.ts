@@ -5,6 +5,7 @@ import {
   bandBetween,
   bandLabel,
   bandRate,
+  bandRect,
   bandRows,
   bucketAxisLabel,
   bucketPosition,
@@ -469,26 +470,27 @@ describe('the raster of cells', () => {
     expect(c1 - c0).toBe(g.moved > painted ? 3 : 1)
   })
 
-  it('leaves the time labels and the annotations to the raster: a new column changes nothing of the chart', () => {
-    const opts = { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 10, hi: 11 }, raster: true, annotations: [{ label: 'r1', from: 101, to: 103 }] }
+  it('leaves the time labels, the annotations and the band to the raster: a new column changes nothing of the chart, a band over a span neither', () => {
+    const opts = { valueUnit: 'ns', rateUnit: 'ops/s', selection: null, raster: true, annotations: [{ label: 'r1', from: 101, to: 103 }] }
     const now = toHeatmapOption(heatmap(), opts)
     const later = toHeatmapOption(heatmap({ start: 101, end: 104, timestamps: [101, 102, 103] }), opts)
     expect(later).toEqual(now)
     expect(now.series as unknown[]).toHaveLength(1)
     expect((now.xAxis as { axisLabel: { show: boolean } }).axisLabel.show).toBe(false)
-    // a band over a span of time moves with its columns
-    const spanned = (r: HeatmapResult) => toHeatmapOption(r, { ...opts, span: { start: 101, end: 102 } })
-    expect(spanned(heatmap({ start: 101, end: 104, timestamps: [101, 102, 103] }))).not.toEqual(spanned(heatmap()))
+    const spanned = (r: HeatmapResult) => toHeatmapOption(r, { ...opts, selection: { lo: 10, hi: 11 }, span: { start: 101, end: 102 } })
+    expect(spanned(heatmap({ start: 101, end: 104, timestamps: [101, 102, 103] }))).toEqual(now)
+    expect(spanned(heatmap())).toEqual(now)
   })
 
-  it('leaves the cells out of the option when a raster draws them, and keeps the rest', () => {
+  it('leaves the cells and the band out of the option when a raster draws them, and keeps the rest', () => {
     const r = heatmap()
     const drawn = toHeatmapOption(r, { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 10, hi: 11 }, raster: true })
     const own = toHeatmapOption(r, { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 10, hi: 11 } })
     const series = (o: typeof drawn) => (o.series as { data: unknown[]; markArea?: unknown }[])[0]!
     expect(series(drawn).data).toEqual([])
     expect(series(own).data).toHaveLength(4)
-    expect(series(drawn).markArea).toEqual(series(own).markArea)
+    expect(series(drawn).markArea).toBeUndefined()
+    expect(series(own).markArea).toMatchObject({ data: [[{ yAxis: -0.5 }, { yAxis: 1.5 }]] })
     expect(drawn.grid).toEqual(HEAT_GRID)
   })
 
@@ -519,9 +521,22 @@ describe('the raster of cells', () => {
     expect(at(0, 0)).toEqual({ col: 0, row: 1 })
     expect(at(99, 39)).toEqual({ col: 3, row: 0 })
     expect(at(30, 25)).toEqual({ col: 1, row: 0 })
-    expect([at(-1, 5), at(100, 5), at(5, -1), at(5, 40)]).toEqual([null, null, null, null])
+    expect([at(-1, 5), at(100, 5), at(5, -1), at(5, 40), at(NaN, 5)]).toEqual([null, null, null, null, null])
     // the plot the raster is scaled to is the same rectangle
     expect(plotRect(w, h)).toEqual([HEAT_GRID.left, HEAT_GRID.top, 100, 40])
+  })
+
+  it.each([
+    ['inside', 30, 25, { col: 1, row: 0 }],
+    ['left of the plot', -50, 5, { col: 0, row: 1 }],
+    ['right of it, on its last pixel', 100, 39, { col: 3, row: 0 }],
+    ['far right and above', 5000, -300, { col: 3, row: 1 }],
+    ['below, in the middle', 55, 80, { col: 2, row: 0 }],
+    ['anywhere, with nothing to land on', NaN, 5, null],
+  ])('clamped, a point %s (%s, %s) gives the nearest cell %j', (_, x, y, cell) => {
+    const [w, h] = [HEAT_GRID.left + HEAT_GRID.right + 100, HEAT_GRID.top + HEAT_GRID.bottom + 40]
+    expect(cellAtPoint(w, h, 4, 2, HEAT_GRID.left + x, HEAT_GRID.top + y, true)).toEqual(cell)
+    expect(cellAtPoint(w, h, 0, 2, HEAT_GRID.left + x, HEAT_GRID.top + y, true)).toBe(null)
   })
 
   it('says what a cell is in its tooltip', () => {
@@ -577,15 +592,40 @@ describe('a time span of columns', () => {
   ])('%j covers columns %j', (span, cols) => expect(spanColumns(r, span)).toEqual(cols))
 
   it('runs from the first column dragged to the end of the last, in either order', () => {
-    expect(spanBetween(r, 2, 1)).toEqual({ start: 110, end: 130 })
-    expect(spanBetween(r, 0, 0)).toEqual({ start: 100, end: 110 })
-    expect(spanBetween(r, 0, 7)).toBe(null)
+    expect(spanBetween(120, 110, 10)).toEqual({ start: 110, end: 130 })
+    expect(spanBetween(100, 100, 10)).toEqual({ start: 100, end: 110 })
   })
 
-  it('narrows the selected band to its columns on the chart', () => {
-    const o = toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 11, hi: 20 }, span: { start: 101, end: 103 }, raster: true })
-    const area = (o.series as { markArea: { data: unknown[][] } }[])[0]!.markArea.data[0]
-    expect(area).toEqual([{ yAxis: 0.5, xAxis: 0.5 }, { yAxis: 2.5, xAxis: 2.5 }])
+  it('narrows the selected band to its columns on a chart that draws its cells', () => {
+    const band = (span: { start: number; end: number }) =>
+      (toHeatmapOption(heatmap(), { valueUnit: 'ns', rateUnit: 'ops/s', selection: { lo: 11, hi: 20 }, span }).series as { markArea?: { data: unknown[][] } }[])[0]!.markArea?.data[0]
+    expect(band({ start: 101, end: 103 })).toEqual([{ yAxis: 0.5, xAxis: 0.5 }, { yAxis: 2.5, xAxis: 2.5 }])
+    expect(band({ start: 90, end: 100 })).toBeUndefined() // its columns have gone by: not over all of them
+  })
+})
+
+describe('bandRect', () => {
+  // columns 100, 110, 120, 130 at step 10 on a plot of 400 x 300 px from (70, 12): 100 px a column;
+  // buckets 10, 11, 12 (100 px a row, the lowest at the bottom)
+  const r = { timestamps: [100, 110, 120, 130], step: 10, buckets: [bucket(10, 0, 2048, 'a'), bucket(11, 2048, 4096, 'b'), bucket(12, 4096, 8192, 'c')] }
+  const plot: [number, number, number, number] = [70, 12, 400, 300]
+  it.each([
+    ['every column without a span', { lo: 10, hi: 12 }, null, [70, 12, 400, 300]],
+    ['the lowest bucket', { lo: 10, hi: 10 }, null, [70, 212, 400, 100]],
+    ['the columns of a span', { lo: 11, hi: 12 }, { start: 110, end: 130 }, [170, 12, 200, 200]],
+    ['a span ending inside a column: all of it', { lo: 11, hi: 11 }, { start: 125, end: 131 }, [270, 112, 200, 100]],
+    ['a band reaching past the rows drawn: the part drawn', { lo: 5, hi: 10 }, { start: 100, end: 110 }, [70, 212, 100, 100]],
+    ['a span begun before the first column: from it', { lo: 12, hi: 12 }, { start: 50, end: 115 }, [70, 12, 200, 100]],
+    ['a span gone by', { lo: 10, hi: 12 }, { start: 50, end: 100 }, null],
+    ['a span yet to come', { lo: 10, hi: 12 }, { start: 140, end: 150 }, null],
+    ['a band of no row drawn', { lo: 13, hi: 20 }, null, null],
+  ])('%s: band %j, span %j at %j', (_, band, span, rect) => expect(bandRect(r, band, span, plot)).toEqual(rect))
+
+  it('moves left by a column as a new column comes, its span in time', () => {
+    const span = { start: 110, end: 130 }
+    const later = { ...r, timestamps: [110, 120, 130, 140] }
+    expect(bandRect(later, { lo: 11, hi: 12 }, span, plot)).toEqual([70, 12, 200, 200])
+    expect(bandRect({ ...r, timestamps: [] }, { lo: 11, hi: 12 }, null, plot)).toBe(null)
   })
 })
 

@@ -93,12 +93,35 @@ export function spanColumns(r: Pick<HeatmapResult, 'timestamps' | 'step'>, span:
   return [first, last]
 }
 
-/** The span from column a to column b, in either order, whole columns. */
-export function spanBetween(r: Pick<HeatmapResult, 'timestamps' | 'step'>, a: number, b: number): Span | null {
-  const [lo, hi] = [Math.min(a, b), Math.max(a, b)]
-  const start = r.timestamps[lo]
-  const last = r.timestamps[hi]
-  return start === undefined || last === undefined ? null : { start, end: last + r.step }
+/**
+ * The rectangle a selected band is drawn as over a raster's plot `[left, top, width, height]`
+ * (plotRect), px: over the rows of `r`'s buckets it covers and, with a span, the columns the span
+ * covers (all of them without one), edge to edge of their cells, the lowest bucket at the bottom.
+ * Null when it covers no drawn row or no column (a span scrolled off the map). The span is in
+ * time, so that a new column at the end moves the rectangle left without the chart being drawn again.
+ */
+export function bandRect(
+  r: Pick<HeatmapResult, 'timestamps' | 'step' | 'buckets'>,
+  band: Band,
+  span: Span | null | undefined,
+  plot: [number, number, number, number],
+): [number, number, number, number] | null {
+  const rows = bandRows(r, band)
+  const cols: [number, number] | null = span ? spanColumns(r, span) : [0, r.timestamps.length - 1]
+  const [n, m] = [r.timestamps.length, r.buckets.length]
+  if (!rows || !cols || !n || !m) return null
+  const [left, top, w, h] = plot
+  const [x0, x1] = [left + (cols[0] / n) * w, left + ((cols[1] + 1) / n) * w]
+  const [y0, y1] = [top + h - ((rows[1] + 1) / m) * h, top + h - (rows[0] / m) * h]
+  return [x0, y0, x1 - x0, y1 - y0]
+}
+
+/**
+ * The span from the column starting at second a to the one starting at second b, in either order,
+ * whole columns of `step` seconds: a drag's, by the columns' times (a live map moves on under it).
+ */
+export function spanBetween(a: number, b: number, step: number): Span {
+  return { start: Math.min(a, b), end: Math.max(a, b) + step }
 }
 
 function categoryAxis(data: string[]) {
@@ -117,19 +140,21 @@ export const HEAT_GRID = { left: 70, right: 16, top: 12, bottom: 50 }
 
 /**
  * The chart of a heat map: its axes, colour key, band and annotations, and its cells. With a
- * raster beneath (opts.raster), that raster draws the cells, the time axis's labels and the
- * annotations (Raster.tsx): the chart is then the same after a new column moved every cell along,
- * and ECharts is left alone, unless a band's time span moved with them.
+ * raster beneath (opts.raster), that raster draws the cells, the time axis's labels, the
+ * annotations and the selected band (Raster.tsx): the chart is then the same after a new column
+ * moved every cell (and a band over a span of time) along, and after a band was selected, so
+ * ECharts is left alone.
  */
 export function toHeatmapOption(r: HeatShape & { cells?: number[][] }, opts: HeatmapOptions): ChartOption {
   const data = opts.raster ? [] : cellData(r.cells ?? [])
   const { min, max } = opts.colors ?? cellsRange(r.cells ?? [])
   const yLabels = r.buckets.map((b) => bucketAxisLabel(b, opts.valueUnit))
-  const rows = opts.selection ? bandRows(r, opts.selection) : null
   const cols = opts.span ? spanColumns(r, opts.span) : null
-  // With a raster beneath, no series draws cells: an empty line series carries the band, and the
-  // time axis is a value axis of column positions (a category axis of ~800 columns costs ECharts
-  // some 100 ms a redraw), without labels.
+  // a band over a span that covers none of the columns is not drawn (not over all of them either)
+  const rows = opts.selection && !opts.raster && (!opts.span || cols) ? bandRows(r, opts.selection) : null
+  // With a raster beneath, no series draws cells (nor the band): an empty line series stands in
+  // for them, and the time axis is a value axis of column positions (a category axis of ~800
+  // columns costs ECharts some 100 ms a redraw), without labels.
   const cells = opts.raster
     ? ({ type: 'line' as const, data: [] as never[] })
     : ({ type: 'heatmap' as const, data, encode: { x: 0, y: 1, value: 2 }, progressive: 0, emphasis: { itemStyle: { borderColor: CHART.cellLine, borderWidth: 1 } } })
@@ -453,13 +478,17 @@ export function scaleColor(stops: [number, number, number][], t: number): [numbe
   return [0, 1, 2].map((k) => Math.round(a[k]! + (b[k]! - a[k]!) * f)) as [number, number, number]
 }
 
-/** The cell under a point (px from the chart's top-left) of a chart `width` x `height`, or null off the plot. */
-export function cellAtPoint(width: number, height: number, cols: number, rows: number, x: number, y: number): { col: number; row: number } | null {
+/**
+ * The cell under a point (px from the chart's top-left) of a chart `width` x `height`, or null off
+ * the plot; with `clamp`, off the plot the nearest cell (where a drag begun on the plot ended).
+ */
+export function cellAtPoint(width: number, height: number, cols: number, rows: number, x: number, y: number, clamp = false): { col: number; row: number } | null {
   const w = width - HEAT_GRID.left - HEAT_GRID.right
   const h = height - HEAT_GRID.top - HEAT_GRID.bottom
-  const fx = (x - HEAT_GRID.left) / w
-  const fy = (y - HEAT_GRID.top) / h
-  if (!(cols > 0 && rows > 0 && w > 0 && h > 0) || fx < 0 || fx >= 1 || fy < 0 || fy >= 1) return null
+  if (!(cols > 0 && rows > 0 && w > 0 && h > 0)) return null
+  const on = (f: number) => (clamp ? Math.min(Math.max(f, 0), 1 - Number.EPSILON) : f)
+  const [fx, fy] = [on((x - HEAT_GRID.left) / w), on((y - HEAT_GRID.top) / h)]
+  if (!(fx >= 0 && fx < 1 && fy >= 0 && fy < 1)) return null
   return { col: Math.floor(fx * cols), row: rows - 1 - Math.floor(fy * rows) }
 }
 
