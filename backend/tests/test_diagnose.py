@@ -39,6 +39,21 @@ def test_verdicts(name, f, kind, says):
     assert all(r.metric and r.where is not None for r in reasons)
 
 
+@pytest.mark.parametrize("retrans, wire, kind, says", [
+    # tail loss probes on a healthy stream: 6.5 a second among ~157k segments a second
+    (6.5, 227e6, "healthy", "8 operations in flight"),
+    # a lossy link to a slow client: 3 a second among ~140 segments a second
+    (3.0, 200e3, "network-bound", "TCP retransmits 3 segments per second to it (2.2 % of them)"),
+    (0.5, 200e3, "healthy", "8 operations in flight"),  # under one a second: noise
+    (12.0, None, "network-bound", "TCP retransmits 12 segments per second to it:"),  # no bytes to weigh them by
+])
+def test_retransmits_are_weighed_by_the_segments_sent(retrans, wire, kind, says):
+    f = facts(8.0, ops=8000.0, others=0.001, retrans=retrans)
+    f.wire_bytes_per_s = wire
+    got, reasons = verdict(f)
+    assert got == kind and says in reasons[0].text, reasons
+
+
 def test_server_latency_bound_names_the_busiest_disk():
     f = facts(8.0, ops=160.0, others=0.045)
     f.disks = [DiskFacts("sdb", 300.0, 9.0, 0.03), DiskFacts("sda", 20.0, 0.1, 0.005)]

@@ -36,8 +36,7 @@ def run_workloads(nfs_lab, lab, g, jobs: dict, seconds: int = 8) -> dict:
 
 def test_three_clients_three_verdicts(nfs_lab):
     with nfs_lab.Lab(clients=3) as lab, nfs_lab.Ganesha(lab.server_ip, [EXPORT]) as g:
-        # the wire decoder alone: with the socket probe here, tail loss probes (spurious
-        # retransmits, TcpExtTCPLossProbes) to the healthy client pass the retransmit rule
+        # the wire decoder alone: the socket probe's figures (link, retransmits) are the next test's
         s = nfs_lab.serve(lab, g, EXPORT)
         shaped, syncer, healthy = lab.clients
         # the shaped client's link: 5 Mbit/s out of its namespace
