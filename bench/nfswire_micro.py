@@ -39,15 +39,6 @@ CPORT = 800
 FH = bytes(range(28))  # a ganesha-sized v3 handle
 
 
-class _TestRunOpts(ctypes.Structure):
-    _fields_ = [("sz", ctypes.c_size_t), ("data_in", ctypes.c_void_p), ("data_out", ctypes.c_void_p),
-                ("data_size_in", ctypes.c_uint32), ("data_size_out", ctypes.c_uint32),
-                ("ctx_in", ctypes.c_void_p), ("ctx_out", ctypes.c_void_p), ("ctx_size_in", ctypes.c_uint32),
-                ("ctx_size_out", ctypes.c_uint32), ("retval", ctypes.c_uint32), ("repeat", ctypes.c_int),
-                ("duration", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("cpu", ctypes.c_uint32),
-                ("batch_size", ctypes.c_uint32)]
-
-
 def frame(src: bytes, dst: bytes, sport: int, dport: int, seq: int, payload: bytes, flags: int = 0x18) -> bytes:
     tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, 1, 5 << 4, flags, 65535, 0, 0)
     ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
@@ -87,29 +78,18 @@ class Runner:
         from loupe_probes.bpf import libbpf
         from loupe_probes.nfswire.wire import Config
 
-        self.L = libbpf.lib()
-        fn = self.L.bpf_prog_test_run_opts
-        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.POINTER(_TestRunOpts)]
         self.obj = libbpf.BpfObject(obj_path)
         m = self.obj.map("settings")  # an older object's config may be shorter
         m.update((0).to_bytes(4, "little"), bytes(Config(port=2049))[:m.value_size])
-        self.fd = {"in": self.obj.prog_fd("nfswire_ingress"), "out": self.obj.prog_fd("nfswire_egress")}
         self.cseq, self.sseq = 1000, 5000
         self.evict = ctypes.create_string_buffer(cold_bytes) if cold_bytes else None
         self.evictions = 0
 
     def run(self, way: str, data: bytes) -> int:
-        buf = ctypes.create_string_buffer(data, len(data))
-        out = ctypes.create_string_buffer(len(data) + 256)
-        o = _TestRunOpts(sz=ctypes.sizeof(_TestRunOpts), data_in=ctypes.cast(buf, ctypes.c_void_p),
-                         data_size_in=len(data), data_out=ctypes.cast(out, ctypes.c_void_p),
-                         data_size_out=len(out), repeat=1)
         if self.evict is not None:  # out of L1/L2: what the run touches comes from L3 or memory
             self.evictions += 1
             ctypes.memset(self.evict, self.evictions & 0xFF, len(self.evict))
-        if self.L.bpf_prog_test_run_opts(self.fd[way], ctypes.byref(o)):
-            raise OSError(ctypes.get_errno(), "BPF_PROG_TEST_RUN failed")
-        return o.duration
+        return self.obj.test_run("nfswire_ingress" if way == "in" else "nfswire_egress", data)[1]
 
     def call(self, payload: bytes) -> int:
         f = frame(CLIENT, SERVER, CPORT, 2049, self.cseq, payload)

@@ -63,6 +63,8 @@ enum { V4_ACCESS = 3, V4_CLOSE, V4_COMMIT, V4_CREATE, V4_DELEGPURGE, V4_DELEGRET
 #define F_NAME 1	/* a names entry was stored for this call */
 #define F_DIRPLUS 2	/* hand the READDIRPLUS reply head to user space */
 #define F_MOUNT 4	/* MOUNT MNT: bind the returned root handle, count nothing */
+#define F_OTHER 8	/* not an NFS op (NFSACL, RPCSEC_GSS context, other MOUNT
+			 * procedures): kept so that its reply is matched, not counted */
 #define NO_RW 0xff
 
 struct xkey {
@@ -196,17 +198,18 @@ struct scratch {
 	__u64 bytes;
 	__u32 name_active;
 	__u32 rnops;
-	__u32 mount_port;	/* this record came on the MOUNT port */
 	__u32 joined;	/* buf = a stashed head + this segment's start */
 	__u16 rops[NFSW_MAX_OPS];
 	struct xkey xk;
 	struct call call;
 	__u32 next, cont, seq, poff, plen;	/* the record loop's (nfsw_step) */
 	__s32 fidx;	/* this packet's flow entry; -1: none */
-	union {	/* headers copied out of fragments (in scratch: the stack is short) */
+	struct {	/* headers copied out of fragments (in scratch: the stack is short) */
 		__u16 eth[3];
-		struct iphdr ip;
-		struct ipv6hdr ip6;
+		union {
+			struct iphdr ip;
+			struct ipv6hdr ip6;
+		};
 		__u8 tcp[20];
 	} hb;
 	__u64 ch;	/* hash of this packet's client address and port */
@@ -346,6 +349,13 @@ static __always_inline __u32 clamp_idx(__u32 b, __u32 n)
 /* min(v, max) in one register: with a plain compare clang may test a copy and
  * pass the original to a helper, which the verifier cannot then bound. */
 #define CLAMP(v, max) asm volatile("if %[x] <= %[m] goto +1; %[x] = %[m]" : [x] "+r"(v) : [m] "i"(max))
+
+/* bpf_skb_load_bytes() of n bytes, 1 <= n <= max (the caller checked n >= 1), as
+ * 1 + min(n - 1, max - 1): the helper refuses a length that may be 0, and the
+ * verifier of Linux 6.1 (Debian 12's) learns no lower bound from n != 0 (newer
+ * ones do), so a length guarded only by that fails to load there. */
+#define LOAD_N(skb, off, to, n, max) ({ __u64 __m = (n) - 1; CLAMP(__m, (max) - 1); \
+					bpf_skb_load_bytes(skb, off, to, __m + 1); })
 
 /* Hide a value's known range from clang, so that the bounds check it emits is
  * on the very register then used as the index (which is what the verifier tracks). */
@@ -518,7 +528,7 @@ static __always_inline int name_push(struct __sk_buff *skb, struct scratch *S, _
 		return -1;
 	if (S->joined)	/* the name's bytes may lie in the previous segment */
 		goto toolong;
-	if (bpf_skb_load_bytes(skb, S->roff + coff, &S->name.name[nlen], nn))
+	if (LOAD_N(skb, S->roff + coff, &S->name.name[nlen], nn, 255))
 		return -1;
 	S->name.len = nlen + n;
 	S->name.derived = buf_hash(S, coff, n, S->cur);
@@ -841,7 +851,7 @@ stop:
 __noinline int nfsw_call(struct __sk_buff *skb)
 {
 	struct scratch *S = get_scratch();
-	__u32 xid, v, prog, vers, proc, flavor, n, p, boff, blen;
+	__u32 xid, v, prog, vers, proc, flavor, n, p, boff, blen, other = 0;
 	__u64 h;
 
 	if (!S)
@@ -856,9 +866,11 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 	if (flavor == AUTH_GSS) {	/* rpc_gss_cred_vers_1_t: vers, proc, seq, service, handle */
 		__u32 gproc, service;
 
-		if (rd32(S, 36, &gproc) || rd32(S, 44, &service) || gproc != 0)
-			return 0;	/* context creation / destruction: not an NFS op */
-		if (service == 3)	/* privacy: the arguments are encrypted */
+		if (rd32(S, 36, &gproc) || rd32(S, 44, &service))
+			return 0;
+		if (gproc != 0)	/* context creation / destruction: not an NFS op */
+			other = 1;
+		else if (service == 3)	/* privacy: the arguments are encrypted */
 			flavor = 0xffff;
 		else if (service == 2)	/* integrity: databody_integ length and seq_num first */
 			p += 8;
@@ -876,12 +888,13 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 	S->saved = NFSW_FH_NONE;
 	S->name_active = 0;
 	S->xk.xid = xid;
-
+	if (other)
+		goto other;
 	if (prog == RPC_MOUNT && vers == 3 && proc == 1) {	/* MNT: dirpath -> root fh */
 		__u32 dl;
 
 		if (rd32(S, p, &dl) || dl == 0 || dl > 255)
-			return 0;
+			goto other;
 		S->cur = NFSW_FH_ROOT;
 		S->name.base = NFSW_FH_ROOT;
 		S->name.derived = NFSW_FH_ROOT;
@@ -898,7 +911,7 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 
 			OPAQUE(q);
 			if (q > NFSW_SCRATCH - 8)
-				return 0;
+				goto other;
 			S->buf[q + 1] = 0;
 			S->buf[q + 2] = 0;
 			S->buf[q + 3] = 0;
@@ -906,12 +919,12 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 			p += 1;
 		}
 		if (name_push(skb, S, &p))
-			return 0;
+			goto other;
 		S->call.flags = F_MOUNT;
 		goto store;
 	}
-	if (prog != RPC_NFS)
-		return 0;
+	if (prog != RPC_NFS || (vers != 3 && vers != 4))
+		goto other;
 	stat(ST_CALLS);
 	if (vers == 3) {
 		S->call.proto = NFSW_V3;
@@ -950,8 +963,6 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 		S->call.cur_end = S->cur;
 		goto store;
 	}
-	if (vers != 4)
-		return 0;
 	if (proc == 0) {	/* NULL */
 		S->call.proto = NFSW_V40;
 		S->call.nops = 1;
@@ -988,6 +999,10 @@ store:
 		S->call.flags |= F_NAME;	/* PUTROOTFH; GETFH: the root's handle */
 		bpf_map_update_elem(&names, &S->xk, &S->name, BPF_ANY);
 	}
+	pend_put(S);
+	return 0;
+other:
+	S->call.flags = F_OTHER;
 	pend_put(S);
 	return 0;
 }
@@ -1240,10 +1255,11 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 		return 0;
 	S->xk.xid = xid;
 	if (pend_take(S)) {
-		if (!S->mount_port)	/* MOUNT's other procedures are not stored */
-			stat(ST_UNMATCHED);
+		stat(ST_UNMATCHED);
 		return 0;
 	}
+	if (S->call.flags & F_OTHER)
+		return 0;
 	packet_time(S);
 	lat = S->now - S->call.ts;
 	S->name_active = 0;
@@ -1305,7 +1321,7 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 						break;
 					}
 					CLAMP(len, NFSW_DIRCHUNK);
-					if (len < 1 || bpf_skb_load_bytes(skb, S->roff, dc->data, len)) {
+					if (len < 1 || LOAD_N(skb, S->roff, dc->data, len, NFSW_DIRCHUNK)) {
 						bpf_map_delete_elem(&dirs, &dk);
 						break;
 					}
@@ -1382,7 +1398,7 @@ __noinline int nfsw_joined(struct __sk_buff *skb, __u32 off, __u32 have, __u32 m
 	stat(ST_RECORDS);
 	CLAMP(h, HEAD_STASH - 1);
 	CLAMP(n, NFSW_SCRATCH - HEAD_STASH);
-	if (n >= 1 && bpf_skb_load_bytes(skb, off, &S->buf[h], n))
+	if (n >= 1 && LOAD_N(skb, off, &S->buf[h], n, NFSW_SCRATCH - HEAD_STASH))
 		return 0;
 	S->len = h + n;
 	if (S->len < 12) {
@@ -1503,7 +1519,7 @@ __noinline int nfsw_step(struct __sk_buff *skb, __u32 reply)
 			if (!f || !h)
 				return STEP_ABORT;
 			CLAMP(a, HEAD_STASH - 1);
-			if (a && bpf_skb_load_bytes(skb, S->poff + d + 4, h->head, a))
+			if (a && LOAD_N(skb, S->poff + d + 4, h->head, a, HEAD_STASH - 1))
 				return STEP_ABORT;
 			h->have = a;
 			h->part = S->seq + S->plen;
@@ -1579,10 +1595,11 @@ static __always_inline __u32 flow_seen(void)
 	return (__u32)(bpf_jiffies64() >> 6) << FL_SEEN_SHIFT;
 }
 
-/* One packet. A global function both programs call: one copy of its code in
- * the instruction cache instead of one per direction (under load the kernel and
- * the server evict it between packets, so its size costs time). */
-__noinline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
+/* One packet. Inlined in each program: as a function of its own, its frame and
+ * the program's would take the call chain under it (nfsw_step, nfsw_call,
+ * nfsw_v4_call_op) past the 512-byte stack the verifier of Linux 6.1 allows
+ * (it counts at least 32 bytes for a frame). */
+static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 {
 	struct scratch *S = get_scratch();
 	struct nfsw_config *cfg;
@@ -1592,6 +1609,8 @@ __noinline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	__u16 proto = bpf_ntohs(skb->protocol), port = 2049, mport = 0, sport, dport, cport;
 	__u32 stale_ms = NFSW_STALE_MS;
 	__u64 ft, c0 = 0, c1 = 0, s0 = 0, s1 = 0;
+	struct ipv6hdr *ip6 = NULL;
+	struct iphdr *ip = NULL;
 	__u8 *tcp, family;
 	__u16 *eth;
 	int r, fi;
@@ -1614,31 +1633,22 @@ __noinline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 		else if (bpf_ntohs(eth[0]) == ETH_P_8021Q && bpf_ntohs(eth[2]) == proto)
 			l3 = 18;
 	}
-	/* client and server addresses as two 64-bit words each (IPv4 in the first) */
 	if (proto == ETH_P_IP) {
-		struct iphdr *ip = hdr(skb, l3, &S->hb.ip, sizeof(S->hb.ip));
-
+		ip = hdr(skb, l3, &S->hb.ip, sizeof(S->hb.ip));
 		if (!ip || ip->protocol != IPPROTO_TCP || (bpf_ntohs(ip->frag_off) & 0x3fff) || ip->ihl < 5)
 			return 0;
 		family = 4;
 		l4 = l3 + ip->ihl * 4;
 		/* BIG TCP GSO packets carry tot_len 0 (Linux 6.3, commit 09f3d1a3a52c) */
 		end = ip->tot_len ? l3 + bpf_ntohs(ip->tot_len) : skb->len;
-		c0 = reply ? ip->daddr : ip->saddr;
-		s0 = reply ? ip->saddr : ip->daddr;
 	} else {
-		struct ipv6hdr *ip6 = hdr(skb, l3, &S->hb.ip6, sizeof(S->hb.ip6));
-
+		ip6 = hdr(skb, l3, &S->hb.ip6, sizeof(S->hb.ip6));
 		if (!ip6 || ip6->nexthdr != IPPROTO_TCP)
 			return 0;	/* extension headers are not followed */
 		family = 6;
 		l4 = l3 + 40;
 		/* BIG TCP for IPv6 sends payload_len 0 (Linux 5.19, commit 7c96d8ec96bb) */
 		end = ip6->payload_len ? l4 + bpf_ntohs(ip6->payload_len) : skb->len;
-		__builtin_memcpy(&c0, reply ? &ip6->daddr : &ip6->saddr, 8);
-		__builtin_memcpy(&c1, (__u8 *)(reply ? &ip6->daddr : &ip6->saddr) + 8, 8);
-		__builtin_memcpy(&s0, reply ? &ip6->saddr : &ip6->daddr, 8);
-		__builtin_memcpy(&s1, (__u8 *)(reply ? &ip6->saddr : &ip6->daddr) + 8, 8);
 	}
 	tcp = hdr(skb, l4, S->hb.tcp, sizeof(S->hb.tcp));
 	if (!tcp)
@@ -1657,6 +1667,16 @@ __noinline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	cport = reply ? dport : sport;
 	if (plen == 0 && !(tcp[13] & 0x07))
 		return 0;	/* a pure ACK */
+	/* client and server addresses as two 64-bit words each (IPv4 in the first) */
+	if (ip) {
+		c0 = reply ? ip->daddr : ip->saddr;
+		s0 = reply ? ip->saddr : ip->daddr;
+	} else if (ip6) {
+		__builtin_memcpy(&c0, reply ? &ip6->daddr : &ip6->saddr, 8);
+		__builtin_memcpy(&c1, (__u8 *)(reply ? &ip6->daddr : &ip6->saddr) + 8, 8);
+		__builtin_memcpy(&s0, reply ? &ip6->saddr : &ip6->daddr, 8);
+		__builtin_memcpy(&s1, (__u8 *)(reply ? &ip6->saddr : &ip6->daddr) + 8, 8);
+	}
 	client_hash(S, c0, c1, cport, family);
 	ft = mix64(S->ch ^ s0 * 0x9e3779b97f4a7c15ULL ^ s1 * 0xc2b2ae3d27d4eb4fULL ^ reply);
 	ft = ft ? ft : 1;
@@ -1701,11 +1721,12 @@ __noinline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	S->xk.family = family;
 	S->xk.pad = 0;
 	S->stale_ns = stale_ms * 1000000ULL;
-	S->mount_port = mport && (reply ? sport : dport) == mport;
-	if (f && (f->bits & FL_STASH)) {	/* the rest of a cut head starts this segment */
+	h = f && (f->bits & FL_STASH) ? bpf_map_lookup_elem(&flow_heads, &k) : NULL;
+	/* the rest of a cut head starts this segment; a segment before it seen again
+	 * (on a bridge after its port) leaves the head waiting for it */
+	if (h && (__s32)(seq - h->part) >= 0) {
 		f->bits &= ~FL_STASH;
-		h = bpf_map_lookup_elem(&flow_heads, &k);
-		if (h && h->part == seq && h->have < HEAD_STASH && h->flen - h->have <= MAX_RECORD) {
+		if (h->part == seq && h->have < HEAD_STASH && h->flen - h->have <= MAX_RECORD) {
 			__u32 rest = h->flen - h->have;
 
 			__builtin_memcpy(S->buf, h->head, HEAD_STASH);
