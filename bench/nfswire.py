@@ -194,8 +194,12 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
            "without_decoder": runs[0]}
     if len(objects) == 1:
         return {**out, "summary": _summary(runs[1], runs[0]), "with_decoder": runs[1]}
-    return {**out, "summary": {str(o): _summary(runs[j + 1], runs[0]) for j, o in enumerate(objects)},
-            "with_decoder": {str(o): runs[j + 1] for j, o in enumerate(objects)}}
+    summary = {str(o): _summary(runs[j + 1], runs[0]) for j, o in enumerate(objects)}
+    for j, o in enumerate(objects[1:], 2):  # rounds ran side by side: their ratios drift less than the medians
+        summary[str(o)]["bpf_ns_per_op_ratio_to_first"] = _med(
+            a["bpf_ns_per_op"] / b["bpf_ns_per_op"] for a, b in zip(runs[j], runs[1])
+            if a["bpf_ns_per_op"] and b["bpf_ns_per_op"])
+    return {**out, "summary": summary, "with_decoder": {str(o): runs[j + 1] for j, o in enumerate(objects)}}
 
 
 def main(argv=None) -> int:

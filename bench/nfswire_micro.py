@@ -158,10 +158,21 @@ class Stream:
                 and st["desync"] == 0}
 
 
-def summary(rounds: list[dict[str, float]]) -> dict:
+def per_op(r: dict[str, float]) -> dict[str, float]:
+    return {"per_op_single": r["getattr_call"] + r["getattr_reply"],
+            "per_op_in_x16_segments": (r["calls_x16"] + r["replies_x16"]) / 16}
+
+
+def summary(rounds: list[dict[str, float]], peer: list[dict[str, float]] | None = None) -> dict:
+    """Medians over rounds; with a peer (the first object, its rounds run next to
+    these), also the median of the per-round ratios to it: steadier than a ratio
+    of medians when the machine's load drifts between rounds."""
     out = {k: statistics.median(r[k] for r in rounds) for k in KINDS}
-    out["per_op_single"] = out["getattr_call"] + out["getattr_reply"]
-    out["per_op_in_x16_segments"] = (out["calls_x16"] + out["replies_x16"]) / 16
+    out.update(per_op(out))
+    if peer is not None:
+        out["ratio_to_first"] = {k: round(statistics.median(
+            {**a, **per_op(a)}[k] / {**b, **per_op(b)}[k] for a, b in zip(rounds, peer)), 3)
+            for k in (*KINDS, "per_op_single", "per_op_in_x16_segments")}
     return out
 
 
@@ -175,7 +186,7 @@ def measure(objects: list[Path], runs: int = 3000, rounds: int = 1, cold_mib: fl
             order = range(len(objects)) if i % 2 == 0 else reversed(range(len(objects)))
             for j in order:
                 per[j].append(streams[j].round(runs))
-        return {str(o): {**summary(per[j]), **streams[j].in_sync(), "rounds": per[j]}
+        return {str(o): {**summary(per[j], per[0] if j else None), **streams[j].in_sync(), "rounds": per[j]}
                 for j, o in enumerate(objects)}
     finally:
         for s in streams:

@@ -13,7 +13,7 @@
  * segment seen twice (bridge port and bridge, retransmission) is not decoded
  * twice. Only a record's head is decoded (payloads, WRITE and READ data, follow
  * it); a head cut by a segment boundary (pipelined calls fill segments back to
- * back) is kept in the flow state and decoded with the next segment.
+ * back) is kept beside the flow's state and decoded with the next segment.
  *
  * Parsing runs in global functions (verified once each, Linux 5.6+) over a
  * per-CPU copy of the record head, keeping all parser state in that map value:
@@ -35,7 +35,7 @@ char LICENSE[] SEC("license") = "GPL";
  * hundreds (64 KB of ~130-byte GETATTRs); past this many the stream is dropped
  * and picked up again at the next segment starting with a record. */
 #define MAX_REC_PER_SKB 512
-#define HEAD_COPY 256	/* first copy of a record head: what most ops need */
+#define HEAD_COPY 256	/* first copy of a record head: what most ops need (head_need()) */
 
 #define RPC_NFS 100003
 #define RPC_MOUNT 100005
@@ -125,12 +125,12 @@ struct call {
 /* Calls wait for their replies in `pend`, a table written in place: no map
  * insert or delete per call (an LRU hash's were half the decoder's time). A
  * call's slot is one of PEND_WAYS in the bucket picked by its client, port and
- * XID; a connection's consecutive XIDs take consecutive buckets, so its calls in
- * flight do not collide with one another, and, the table being laid out way by
- * way, consecutive cache lines, which the CPU fetches ahead. A slot is one
- * cache line holding all of an NFSv3 call: the reply, decoded on another CPU
- * than the call, pulls that one line across. A COMPOUND's other ops go in
- * `pend_more` (up to SLOT_OPS) and `pend_ext`, at the same index. */
+ * XID; a connection's consecutive XIDs take consecutive buckets (pend_way()),
+ * so its calls in flight do not collide with one another and, the table being
+ * laid out way by way, take consecutive cache lines. A slot is one cache line
+ * holding all of an NFSv3 call: the reply, decoded on another CPU than the
+ * call, pulls that one line across. A COMPOUND's other ops go in `pend_more`
+ * (up to SLOT_OPS) and `pend_ext`, at the same index. */
 #define PEND_WAYS 4
 #define PEND_BUCKETS 8192	/* 32768 calls in flight */
 #define PEND_SLOTS (PEND_WAYS * PEND_BUCKETS)
@@ -188,6 +188,7 @@ struct scratch {
 	__u8 mark[4];	/* a record mark copied together with the head after it */
 	__u8 buf[NFSW_SCRATCH];
 	__u32 len;	/* valid bytes in buf */
+	__u32 want;	/* bytes of the record's head this skb holds, up to NFSW_SCRATCH */
 	__u32 pre_off;	/* skb offset of buf[0] when mark_at() copied the head */
 	__u32 pre_len;	/* bytes of buf it copied; 0: none */
 	__u32 roff;	/* skb offset of buf[0] (the RPC message, after the mark) */
@@ -434,6 +435,21 @@ static __always_inline int skip_bitmap(struct scratch *S, __u32 *p, int with_att
 	return with_attrs ? skip_opaque(S, p, 65536) : 0;
 }
 
+/* The record's head in S->buf up to byte n, as far as this skb holds it: a
+ * record is copied HEAD_COPY bytes at first (its mark with them), which is all
+ * most calls and replies need; a decoder that reads further asks for more here.
+ * (A multi-record segment copied whole per record cost more than the rest.) */
+static __always_inline void head_need(struct __sk_buff *skb, struct scratch *S, __u32 n)
+{
+	__u64 have = S->len, upto = n < S->want ? n : S->want;
+
+	if (upto <= have)
+		return;
+	CLAMP(have, NFSW_SCRATCH);
+	if (LOAD_N(skb, S->roff + have, &S->buf[have], upto - have, NFSW_SCRATCH) == 0)
+		S->len = upto;
+}
+
 /* Handle hash, mirrored by probe.fh_hash(): 64-bit words (last one zero-padded),
  * FNV-style multiply with a shift. Values below 16 are reserved for sentinels. */
 static __always_inline __u64 buf_hash(struct scratch *S, __u32 off, __u32 len, __u64 seed)
@@ -569,10 +585,15 @@ static __always_inline __u64 pend_tag(struct scratch *S, __u32 xid)
 }
 
 
-/* Way w of the bucket of the call of XID S->xk.xid: the slot, its index in *k. */
+/* Way w of the bucket of the call of XID S->xk.xid: the slot, its index in *k.
+ * Clients count XIDs up in the wire's byte order (libnfs) or in their own (Linux:
+ * on x86 the first byte on the wire changes); with the XID and its bytes swapped
+ * added, either way consecutive XIDs take consecutive buckets. */
 static __always_inline struct pend_slot *pend_way(struct scratch *S, __u32 w, __u32 *k)
 {
-	*k = w * PEND_BUCKETS + (((__u32)(S->ch >> 40) + S->xk.xid) & (PEND_BUCKETS - 1));
+	__u32 x = S->xk.xid;
+
+	*k = w * PEND_BUCKETS + (((__u32)(S->ch >> 40) + x + __builtin_bswap32(x)) & (PEND_BUCKETS - 1));
 	return bpf_map_lookup_elem(&pend, k);
 }
 
@@ -875,9 +896,16 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 		else if (service == 2)	/* integrity: databody_integ length and seq_num first */
 			p += 8;
 	}
+	head_need(skb, S, p + 8);
 	if (rd32(S, p + 4, &n) || n > 400)	/* verifier */
 		return 0;
 	p += 8 + PAD4(n);
+	/* an NFSv3 call's arguments (a handle, 16 bytes, or a name) are in the
+	 * first copy unless its credentials are long; a COMPOUND's may be anywhere */
+	if (prog == RPC_NFS && vers == 3 && proc != P3_LOOKUP && (proc < P3_CREATE || proc > P3_RMDIR))
+		head_need(skb, S, p + 4 + NFSW_FH_MAX + 16);
+	else
+		head_need(skb, S, NFSW_SCRATCH);
 
 	__builtin_memset(&S->call, 0, sizeof(S->call));
 	packet_time(S);
@@ -1274,6 +1302,11 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 	S->bytes = 0;
 	S->rnops = 0;
 	stat(ST_REPLIES);
+	/* an NFSv3 (or MOUNT) result is a status, attributes, maybe a handle: in the
+	 * first copy unless the verifier is long; a COMPOUND's may be anywhere */
+	if (stat_ == 0 && rd32(S, 16, &n) == 0 && n <= 400)
+		head_need(skb, S, S->call.proto == NFSW_V3 || (S->call.flags & F_MOUNT) ?
+				  24 + PAD4(n) + 4 + 4 + NFSW_FH_MAX + 8 : NFSW_SCRATCH);
 	/* accepted_reply: verf, accept_stat */
 	accepted = stat_ == 0 && rd32(S, 16, &n) == 0 && n <= 400 && rd32(S, 20 + PAD4(n), &v) == 0 && v == 0;
 	p = 24 + PAD4(n);
@@ -1375,6 +1408,9 @@ static __always_inline int record(struct __sk_buff *skb, __u32 off, __u32 avail,
 		stat(ST_PARTIAL);
 		return 0;
 	}
+	S->want = len;
+	if (len > HEAD_COPY)
+		len = HEAD_COPY;
 	/* mark_at() copied the head already (a payload in page fragments) */
 	if ((S->pre_len < len || S->pre_off != off) && bpf_skb_load_bytes(skb, off, S->buf, len))
 		return 0;
@@ -1405,6 +1441,7 @@ __noinline int nfsw_joined(struct __sk_buff *skb, __u32 off, __u32 have, __u32 m
 		stat(ST_PARTIAL);
 		return 0;
 	}
+	S->want = S->len;	/* buf is the stash and this segment's start: no more to copy */
 	S->roff = off;
 	S->ravail = 0;
 	S->joined = 1;
@@ -1464,7 +1501,7 @@ static __always_inline __s64 mark_at(struct __sk_buff *skb, __u32 off, __u32 mor
 	}
 	S = get_scratch();
 	if (n && S) {
-		CLAMP(n, NFSW_SCRATCH);
+		CLAMP(n, HEAD_COPY);
 		if (bpf_skb_load_bytes(skb, off, S->mark, n + 4))
 			return -1;
 		S->pre_off = off + 4;

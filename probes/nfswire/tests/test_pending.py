@@ -2,7 +2,8 @@
 programs in this kernel (BPF_PROG_TEST_RUN: real programs, no interface): a call
 whose slot is taken before its reply is counted (overwritten, or expired once
 stale), a retransmitted call keeps one slot, the same XID from two clients stays
-apart, a COMPOUND longer than a slot keeps every op, a reply to a call that is
+apart, a COMPOUND longer than a slot keeps every op, a head longer than the
+first copy is read on, a reply to a call that is
 no NFS op (NFSACL) is matched but not counted, and a cut record head survives its
 segment being seen twice (bridge port, then bridge)."""
 
@@ -125,6 +126,21 @@ def test_a_call_finding_its_bucket_full_takes_the_oldest_slot_and_counts_it(dec)
     assert getattrs(dec) == {"10.9.0.11": 4}
 
 
+@pytest.mark.parametrize("order", ["big", "little"])
+def test_many_calls_in_flight_with_consecutive_xids_take_a_slot_each(dec, order):
+    """A client's XIDs count up in the wire's byte order (libnfs) or in its own
+    (Linux, x86: the first byte on the wire changes): 64 calls in flight either
+    way, none overwritten."""
+    c = Conn(dec)
+    xids = [int.from_bytes((0x12345600 + i).to_bytes(4, order), "big") for i in range(64)]
+    for i in range(0, 64, 16):  # a test run takes up to a page
+        c.calls(b"".join(getattr_call(x) for x in xids[i:i + 16]))
+    for i in range(0, 64, 16):
+        c.replies(b"".join(getattr_reply(x) for x in xids[i:i + 16]))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["overwritten"]) == (64, 64, 0, 0), s
+
+
 def test_a_call_unanswered_past_stale_ms_is_counted_expired_when_its_slot_is_taken():
     require_bpf(OBJ)
     dec = Decoder(stale_ms=1)
@@ -243,6 +259,30 @@ def test_the_same_xid_from_clients_sharing_a_bucket_stays_apart(dec):
     assert (s["calls"], s["replies"], s["unmatched"], s["overwritten"]) == (300, 300, 0, 0), s
     want = {(ip, "v3", "getattr", fh_hash(i.to_bytes(4, "big") * 4)): 1 for i, ip in enumerate(clients)}
     assert dict(dec.ops()) == want
+
+
+def long_cred_call(xid: int, vers: int, proc: int, args: bytes) -> bytes:
+    """A call whose AUTH_SYS credential (a 200-byte machine name, 16 groups) ends
+    past the first 256 bytes the decoder copies of a record."""
+    body = struct.pack(">I", 0) + opaque(b"m" * 200) + struct.pack(">III", 0, 0, 16) + struct.pack(">16I", *range(16))
+    return record(xid, struct.pack(">IIIII", 0, 2, NFS_PROG, vers, proc) + struct.pack(">I", 1) + opaque(body)
+                  + struct.pack(">II", 0, 0) + args)
+
+
+def test_a_head_past_the_first_copy_is_decoded(dec):
+    from loupe_probes.nfswire.wire import fh_hash
+
+    ops = [SEQUENCE, PUTFH, GETATTR4, ACCESS]
+    compound = opaque(b"") + struct.pack(">II", 1, len(ops)) + b"".join(
+        struct.pack(">I", op) + (opaque(FH) if op == PUTFH else ARGS[op]) for op in ops)
+    c = Conn(dec)
+    c.calls(long_cred_call(300, 3, GETATTR, opaque(FH)) + long_cred_call(301, 4, 1, compound))
+    c.replies(getattr_reply(300) + compound_reply(301, ops, FH))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["unparsed"]) == (2, 2, 0, 0), s
+    assert dec.ops() == Counter({("10.9.0.11", "v3", "getattr", fh_hash(FH)): 1,
+                                 ("10.9.0.11", "v4.1", "sequence", 0): 1,
+                                 **{("10.9.0.11", "v4.1", op, fh_hash(FH)): 1 for op in ("putfh", "getattr", "access")}})
 
 
 def test_a_cut_head_survives_its_segment_seen_again_on_a_second_interface(dec):
