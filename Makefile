@@ -155,6 +155,10 @@ $(VMLINUX): | apt-deps
 	bpftool btf dump file $(BTF_FILE) format c > $@.tmp
 	mv $@.tmp $@
 
+# nfswire claims its pending-call slots with compare-and-swap: BPF atomics with
+# fetch (cmpxchg, xchg) are ISA v3 in clang, and Linux 5.12+ (commit 5ffa25502b5a).
+probes/nfswire/nfswire.bpf.o: BPF_CFLAGS += -mcpu=v3
+
 probes/%.bpf.o: probes/%.bpf.c $(VMLINUX) $(BPF_HDR) $(wildcard probes/*/*.bpf.h)
 	clang $(BPF_CFLAGS) -c $< -o $@.tmp
 	mv $@.tmp $@

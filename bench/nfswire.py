@@ -3,9 +3,10 @@
 A real nfs-ganesha serves clients in network namespaces (loupe.lab); each client
 is a pipelined NFSv3 load generator (bench/nfsload.py: one TCP connection, many
 calls in flight, GETATTR / ACCESS / small READ in turn). Each round runs the
-same load twice, in alternating order: with the decoder attached to the lab's
-bridge (tc ingress + egress) and without it (the peer). Reported, medians over
-the rounds:
+same load with the decoder attached to the lab's bridge (tc ingress + egress)
+and without it (the peer), in alternating order; with ``--object`` given more
+than once, once with each object too, so that builds are compared under the same
+load. Reported per object, medians over the rounds:
 
 * ops/s the server answered (counted by the clients from its replies) and ops the
   decoder counted in the same window: they must agree op for op;
@@ -15,6 +16,7 @@ the rounds:
 * what 100k ops/s would cost at the measured ns per op.
 
     python -m bench.nfswire [--seconds 10] [--clients 2] [--depth 64] [--rounds 3]
+    python -m bench.nfswire --object old.bpf.o --object probes/nfswire/nfswire.bpf.o
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ import argparse
 import json
 import os
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPORT = "/export"
 TARGET_OPS = 100_000
+OBJECT = ROOT / "probes" / "nfswire" / "nfswire.bpf.o"
 
 
 def _requirements() -> str | None:
@@ -45,9 +50,8 @@ def _requirements() -> str | None:
     why = libbpf.why_not_bpf()
     if why:
         return why
-    obj = ROOT / "probes" / "nfswire" / "nfswire.bpf.o"
-    if not obj.exists():
-        return f"{obj.relative_to(ROOT)} is not built (make bpf)"
+    if not OBJECT.exists():
+        return f"{OBJECT.relative_to(ROOT)} is not built (make bpf)"
     return None
 
 
@@ -74,12 +78,14 @@ def _load(lab, g, seconds: float, depth: int, read_size: int) -> tuple[list[dict
     return reports, start, end
 
 
-def _round(lab, g, probe_on: bool, seconds: float, depth: int, read_size: int) -> dict:
+def _round(lab, g, object_dir: Path | None, seconds: float, depth: int, read_size: int) -> dict:
+    """One load run, with the decoder in ``object_dir`` attached (None: without)."""
     from loupe_probes.nfswire import NfsWireProbe
 
     probe = None
-    if probe_on:
-        probe = NfsWireProbe("bench", ifaces=[lab.bridge], mount_port=g.mount_port, exports=[EXPORT])
+    if object_dir is not None:
+        probe = NfsWireProbe("bench", ifaces=[lab.bridge], mount_port=g.mount_port, exports=[EXPORT],
+                             object_dir=object_dir)
         if not probe.start():
             raise RuntimeError(f"the decoder did not start: {probe.state}: {probe.reason}")
         probe.collect(0)  # start from empty maps
@@ -133,26 +139,7 @@ def _med(xs):
     return statistics.median(xs) if xs else None
 
 
-def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds: int = 3,
-                  read_size: int = 512) -> dict:
-    why = _requirements()
-    if why:
-        return {"skipped": why}
-    from loupe.lab import Ganesha, Lab
-
-    with Lab(clients=clients) as lab, Ganesha(lab.server_ip, [EXPORT]) as g:
-        exp = g.export_dir(EXPORT)
-        for i in range(clients):
-            (exp / f"f{i}").write_bytes(os.urandom(64 * 1024))
-        _load(lab, g, 2, depth, read_size)  # warm ganesha's caches
-        on, off = [], []
-        for r in range(rounds):
-            for probe_on in ((True, False) if r % 2 == 0 else (False, True)):
-                res = _round(lab, g, probe_on, seconds, depth, read_size)
-                (on if probe_on else off).append(res)
-                print(f"  round {r + 1} decoder {'on ' if probe_on else 'off'}: {res['ops_per_s']:,.0f} ops/s"
-                      + (f", {res['bpf_ns_per_op']:.0f} ns/op, {res['bpf_pct_of_one_core']:.2f} % of a core, "
-                         f"decoded == served: {res['decoded_equals_served']}" if probe_on else ""), flush=True)
+def _summary(on: list[dict], off: list[dict]) -> dict:
     ns_op = _med(r["bpf_ns_per_op"] for r in on)
     summary = {
         "ops_per_s_with_decoder": _med(r["ops_per_s"] for r in on),
@@ -166,10 +153,53 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
         "pct_of_one_core_at_100k_ops_per_s": ns_op * TARGET_OPS / 1e7 if ns_op else None,
     }
     summary["server_overhead_pct"] = (100 * (1 - summary["ops_per_s_with_decoder"] / summary["ops_per_s_without_decoder"]))
-    return {"config": dict(seconds=seconds, clients=clients, depth=depth, rounds=rounds, read_size=read_size,
-                           mix="NFSv3 GETATTR, ACCESS, READ in turn; one TCP connection per client",
-                           cpus=os.cpu_count(), kernel=os.uname().release),
-            "summary": summary, "with_decoder": on, "without_decoder": off}
+    return summary
+
+
+def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds: int = 3,
+                  read_size: int = 512, objects: list[Path] | None = None) -> dict:
+    """With one object (default: the built one): "summary", "with_decoder" and
+    "without_decoder" as before; with several, those keyed by object too."""
+    why = _requirements()
+    if why:
+        return {"skipped": why}
+    from loupe.lab import Ganesha, Lab
+
+    objects, load_before = objects or [OBJECT], os.getloadavg()
+    missing = [str(o) for o in objects if not o.is_file()]
+    if missing:
+        raise ValueError(f"no such decoder object: {', '.join(missing)}")
+    with tempfile.TemporaryDirectory() as tmp, Lab(clients=clients) as lab, Ganesha(lab.server_ip, [EXPORT]) as g:
+        dirs: list[Path | None] = [None]  # the probe loads <dir>/nfswire.bpf.o
+        for i, o in enumerate(objects):
+            (Path(tmp) / str(i)).mkdir()
+            shutil.copy(o, Path(tmp) / str(i) / OBJECT.name)
+            dirs.append(Path(tmp) / str(i))
+        exp = g.export_dir(EXPORT)
+        for i in range(clients):
+            (exp / f"f{i}").write_bytes(os.urandom(64 * 1024))
+        _load(lab, g, 2, depth, read_size)  # warm ganesha's caches
+        runs: list[list[dict]] = [[] for _ in dirs]  # [0]: without the decoder
+        for r in range(rounds):
+            for j in (range(len(dirs)) if r % 2 else reversed(range(len(dirs)))):
+                res = _round(lab, g, dirs[j], seconds, depth, read_size)
+                runs[j].append(res)
+                print(f"  round {r + 1} {'decoder off' if j == 0 else objects[j - 1]}: {res['ops_per_s']:,.0f} ops/s"
+                      + (f", {res['bpf_ns_per_op']:.0f} ns/op, {res['bpf_pct_of_one_core']:.2f} % of a core, "
+                         f"decoded == served: {res['decoded_equals_served']}" if j else ""), flush=True)
+    out = {"config": dict(seconds=seconds, clients=clients, depth=depth, rounds=rounds, read_size=read_size,
+                          mix="NFSv3 GETATTR, ACCESS, READ in turn; one TCP connection per client",
+                          cpus=os.cpu_count(), kernel=os.uname().release, objects=[str(o) for o in objects],
+                          load_average_before=load_before, load_average_after=os.getloadavg()),
+           "without_decoder": runs[0]}
+    if len(objects) == 1:
+        return {**out, "summary": _summary(runs[1], runs[0]), "with_decoder": runs[1]}
+    summary = {str(o): _summary(runs[j + 1], runs[0]) for j, o in enumerate(objects)}
+    for j, o in enumerate(objects[1:], 2):  # rounds ran side by side: their ratios drift less than the medians
+        summary[str(o)]["bpf_ns_per_op_ratio_to_first"] = _med(
+            a["bpf_ns_per_op"] / b["bpf_ns_per_op"] for a, b in zip(runs[j], runs[1])
+            if a["bpf_ns_per_op"] and b["bpf_ns_per_op"])
+    return {**out, "summary": summary, "with_decoder": {str(o): runs[j + 1] for j, o in enumerate(objects)}}
 
 
 def main(argv=None) -> int:
@@ -179,9 +209,11 @@ def main(argv=None) -> int:
     p.add_argument("--depth", type=int, default=64)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--read-size", type=int, default=512)
+    p.add_argument("--object", type=Path, action="append",
+                   help="a decoder object; repeat to compare objects in the same run (default: the built one)")
     p.add_argument("--no-save", action="store_true", help="print only; do not write bench/results")
     a = p.parse_args(argv)
-    res = bench_nfswire(a.seconds, a.clients, a.depth, a.rounds, a.read_size)
+    res = bench_nfswire(a.seconds, a.clients, a.depth, a.rounds, a.read_size, a.object)
     print(json.dumps(res.get("summary", res), indent=1))
     if not a.no_save:
         out = ROOT / "bench" / "results" / ("nfswire-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")

@@ -8,8 +8,14 @@ under load). The kernel times each run; we report the median of many runs of
 each kind, in ns. TCP sequence numbers advance like a real stream, so the
 per-flow state takes its steady-state path.
 
+With ``--cold MIB``, a buffer of that size (more than the CPU's L2 cache) is
+written before each run, so the run finds its code and data in L3 or memory
+rather than in L1/L2: closer to a server under load, whose kernel and NFS server
+evict the decoder's lines between packets, than back-to-back runs are.
+
     python -m bench.nfswire_micro [--object probes/nfswire/nfswire.bpf.o] [--runs 3000]
     python -m bench.nfswire_micro --object old.bpf.o --object new.bpf.o --runs 1000 --rounds 7 --save
+    python -m bench.nfswire_micro --object old.bpf.o --object new.bpf.o --runs 300 --rounds 7 --cold 4
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import struct
 import sys
@@ -30,15 +37,6 @@ OBJECT = ROOT / "probes" / "nfswire" / "nfswire.bpf.o"
 CLIENT, SERVER = bytes([10, 9, 0, 11]), bytes([10, 9, 0, 1])
 CPORT = 800
 FH = bytes(range(28))  # a ganesha-sized v3 handle
-
-
-class _TestRunOpts(ctypes.Structure):
-    _fields_ = [("sz", ctypes.c_size_t), ("data_in", ctypes.c_void_p), ("data_out", ctypes.c_void_p),
-                ("data_size_in", ctypes.c_uint32), ("data_size_out", ctypes.c_uint32),
-                ("ctx_in", ctypes.c_void_p), ("ctx_out", ctypes.c_void_p), ("ctx_size_in", ctypes.c_uint32),
-                ("ctx_size_out", ctypes.c_uint32), ("retval", ctypes.c_uint32), ("repeat", ctypes.c_int),
-                ("duration", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("cpu", ctypes.c_uint32),
-                ("batch_size", ctypes.c_uint32)]
 
 
 def frame(src: bytes, dst: bytes, sport: int, dport: int, seq: int, payload: bytes, flags: int = 0x18) -> bytes:
@@ -76,27 +74,22 @@ def reply_for(xid: int, proc: int, read_size: int = 512) -> bytes:
 
 
 class Runner:
-    def __init__(self, obj_path: Path) -> None:
+    def __init__(self, obj_path: Path, cold_bytes: int = 0) -> None:
         from loupe_probes.bpf import libbpf
         from loupe_probes.nfswire.wire import Config
 
-        self.L = libbpf.lib()
-        fn = self.L.bpf_prog_test_run_opts
-        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.POINTER(_TestRunOpts)]
         self.obj = libbpf.BpfObject(obj_path)
-        self.obj.map("settings").update((0).to_bytes(4, "little"), bytes(Config(port=2049)))
-        self.fd = {"in": self.obj.prog_fd("nfswire_ingress"), "out": self.obj.prog_fd("nfswire_egress")}
+        m = self.obj.map("settings")  # an older object's config may be shorter
+        m.update((0).to_bytes(4, "little"), bytes(Config(port=2049))[:m.value_size])
         self.cseq, self.sseq = 1000, 5000
+        self.evict = ctypes.create_string_buffer(cold_bytes) if cold_bytes else None
+        self.evictions = 0
 
     def run(self, way: str, data: bytes) -> int:
-        buf = ctypes.create_string_buffer(data, len(data))
-        out = ctypes.create_string_buffer(len(data) + 256)
-        o = _TestRunOpts(sz=ctypes.sizeof(_TestRunOpts), data_in=ctypes.cast(buf, ctypes.c_void_p),
-                         data_size_in=len(data), data_out=ctypes.cast(out, ctypes.c_void_p),
-                         data_size_out=len(out), repeat=1)
-        if self.L.bpf_prog_test_run_opts(self.fd[way], ctypes.byref(o)):
-            raise OSError(ctypes.get_errno(), "BPF_PROG_TEST_RUN failed")
-        return o.duration
+        if self.evict is not None:  # out of L1/L2: what the run touches comes from L3 or memory
+            self.evictions += 1
+            ctypes.memset(self.evict, self.evictions & 0xFF, len(self.evict))
+        return self.obj.test_run("nfswire_ingress" if way == "in" else "nfswire_egress", data)[1]
 
     def call(self, payload: bytes) -> int:
         f = frame(CLIENT, SERVER, CPORT, 2049, self.cseq, payload)
@@ -114,7 +107,8 @@ class Runner:
 
         m = self.obj.map("wire")
         v = sum_percpu(m, m.lookup((0).to_bytes(4, "little")))
-        return dict(zip(STATS, struct.unpack(f"<{len(STATS)}Q", v[:8 * len(STATS)])))
+        n = min(len(STATS), len(v) // 8)  # an older object keeps fewer counters
+        return dict(zip(STATS, struct.unpack(f"<{n}Q", v[:8 * n])))
 
     def close(self) -> None:
         self.obj.close()
@@ -127,8 +121,8 @@ KINDS = ("ack", "other_port", "getattr_call", "getattr_reply", "read_call", "rea
 class Stream:
     """One object's programs fed a connection's packets; `round` times each kind `runs` times."""
 
-    def __init__(self, obj_path: Path) -> None:
-        self.r = Runner(obj_path)
+    def __init__(self, obj_path: Path, cold_bytes: int = 0) -> None:
+        self.r = Runner(obj_path, cold_bytes)
         # open both directions' flows as a connection would (SYN on each side)
         self.r.run("in", frame(CLIENT, SERVER, CPORT, 2049, self.r.cseq - 1, b"", 0x02))
         self.r.run("out", frame(SERVER, CLIENT, 2049, CPORT, self.r.sseq - 1, b"", 0x12))
@@ -164,24 +158,35 @@ class Stream:
                 and st["desync"] == 0}
 
 
-def summary(rounds: list[dict[str, float]]) -> dict:
+def per_op(r: dict[str, float]) -> dict[str, float]:
+    return {"per_op_single": r["getattr_call"] + r["getattr_reply"],
+            "per_op_in_x16_segments": (r["calls_x16"] + r["replies_x16"]) / 16}
+
+
+def summary(rounds: list[dict[str, float]], peer: list[dict[str, float]] | None = None) -> dict:
+    """Medians over rounds; with a peer (the first object, its rounds run next to
+    these), also the median of the per-round ratios to it: steadier than a ratio
+    of medians when the machine's load drifts between rounds."""
     out = {k: statistics.median(r[k] for r in rounds) for k in KINDS}
-    out["per_op_single"] = out["getattr_call"] + out["getattr_reply"]
-    out["per_op_in_x16_segments"] = (out["calls_x16"] + out["replies_x16"]) / 16
+    out.update(per_op(out))
+    if peer is not None:
+        out["ratio_to_first"] = {k: round(statistics.median(
+            {**a, **per_op(a)}[k] / {**b, **per_op(b)}[k] for a, b in zip(rounds, peer)), 3)
+            for k in (*KINDS, "per_op_single", "per_op_in_x16_segments")}
     return out
 
 
-def measure(objects: list[Path], runs: int = 3000, rounds: int = 1) -> dict:
+def measure(objects: list[Path], runs: int = 3000, rounds: int = 1, cold_mib: float = 0) -> dict:
     """Each object's median per kind; with several objects and rounds, their rounds
     alternate, so that all see the same load on a shared machine (medians of rounds)."""
-    streams = [Stream(o) for o in objects]
+    streams = [Stream(o, int(cold_mib * (1 << 20))) for o in objects]
     try:
         per: list[list[dict]] = [[] for _ in objects]
         for i in range(rounds):
             order = range(len(objects)) if i % 2 == 0 else reversed(range(len(objects)))
             for j in order:
                 per[j].append(streams[j].round(runs))
-        return {str(o): {**summary(per[j]), **streams[j].in_sync(), "rounds": per[j]}
+        return {str(o): {**summary(per[j], per[0] if j else None), **streams[j].in_sync(), "rounds": per[j]}
                 for j, o in enumerate(objects)}
     finally:
         for s in streams:
@@ -194,15 +199,20 @@ def main(argv=None) -> int:
                    help="a decoder object; repeat to compare objects in the same run (default: the built one)")
     p.add_argument("--runs", type=int, default=3000, help="runs of each packet kind per round")
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--cold", type=float, default=0, metavar="MIB",
+                   help="write a buffer of MIB MiB before each run (caches cold); 0: off")
     p.add_argument("--save", action="store_true", help="also write bench/results/nfswire_micro-<UTC>.json")
     a = p.parse_args(argv)
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    res = measure(a.object or [OBJECT], a.runs, a.rounds)
+    if a.cold < 0:
+        p.error(f"--cold must be 0 (off) or a size in MiB, not {a.cold}")
+    started, load_before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), os.getloadavg()
+    res = measure(a.object or [OBJECT], a.runs, a.rounds, a.cold)
     print(json.dumps({o: {k: v for k, v in r.items() if k != "rounds"} for o, r in res.items()}, indent=1))
     if a.save:
         out = ROOT / "bench" / "results" / ("nfswire_micro-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")
-        out.write_text(json.dumps({"started": started, "runs": a.runs, "rounds": a.rounds, "results": res},
-                                  indent=1) + "\n")
+        out.write_text(json.dumps({"started": started, "runs": a.runs, "rounds": a.rounds, "cold_mib": a.cold,
+                                   "load_average_before": load_before, "load_average_after": os.getloadavg(),
+                                   "kernel": os.uname().release, "results": res}, indent=1) + "\n")
         print(f"wrote {out.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

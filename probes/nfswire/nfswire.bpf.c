@@ -13,7 +13,7 @@
  * segment seen twice (bridge port and bridge, retransmission) is not decoded
  * twice. Only a record's head is decoded (payloads, WRITE and READ data, follow
  * it); a head cut by a segment boundary (pipelined calls fill segments back to
- * back) is kept in the flow state and decoded with the next segment.
+ * back) is kept beside the flow's state and decoded with the next segment.
  *
  * Parsing runs in global functions (verified once each, Linux 5.6+) over a
  * per-CPU copy of the record head, keeping all parser state in that map value:
@@ -35,7 +35,7 @@ char LICENSE[] SEC("license") = "GPL";
  * hundreds (64 KB of ~130-byte GETATTRs); past this many the stream is dropped
  * and picked up again at the next segment starting with a record. */
 #define MAX_REC_PER_SKB 512
-#define HEAD_COPY 256	/* first copy of a record head: what most ops need */
+#define HEAD_COPY 256	/* first copy of a record head: what most ops need (head_need()) */
 
 #define RPC_NFS 100003
 #define RPC_MOUNT 100005
@@ -63,6 +63,8 @@ enum { V4_ACCESS = 3, V4_CLOSE, V4_COMMIT, V4_CREATE, V4_DELEGPURGE, V4_DELEGRET
 #define F_NAME 1	/* a names entry was stored for this call */
 #define F_DIRPLUS 2	/* hand the READDIRPLUS reply head to user space */
 #define F_MOUNT 4	/* MOUNT MNT: bind the returned root handle, count nothing */
+#define F_OTHER 8	/* not an NFS op (NFSACL, RPCSEC_GSS context, other MOUNT
+			 * procedures): kept so that its reply is matched, not counted */
 #define NO_RW 0xff
 
 struct xkey {
@@ -73,25 +75,34 @@ struct xkey {
 	__u8 pad;
 };
 
-struct flowkey {
-	__u8 caddr[16];
-	__u8 saddr[16];
-	__u16 cport;
-	__u8 reply;
-	__u8 family;
-};
-
 /* Bytes of a record head kept when a segment ends inside it: pipelined calls
  * fill segments back to back, and TCP cuts them wherever the MSS, the window or
  * TSO/GRO boundaries fall, also inside a record's first bytes. */
 #define HEAD_STASH 256
 
-struct flowstate {
+/* Where the next record mark of each connection and direction lies, in a table
+ * written in place (as `pend`): a flow's entry is one of FLOW_WAYS in either of
+ * two buckets picked by a 64-bit hash of client, server, port and direction, so
+ * a packet reads one cache line where an LRU hash hashed a 36-byte key, walked
+ * a bucket and marked the entry used. A new flow takes a free entry, else the
+ * one least recently seen (a connection closed without a FIN we saw). */
+#define FLOW_WAYS 4
+#define FLOW_BUCKETS 2048	/* 8192 flows */
+#define FLOW_N (FLOW_WAYS * FLOW_BUCKETS)
+#define FL_CONT 1	/* the last fragment seen was not its record's last */
+#define FL_STASH 2	/* a cut record head waits in flow_heads */
+#define FL_SEEN_SHIFT 2	/* above: jiffies / 64 of the flow's last packet */
+
+struct flow {	/* 16 bytes: four to a cache line */
+	__u64 tag;	/* the flow's hash; 0: free */
 	__u32 next;	/* TCP sequence number of the next record mark */
-	__u32 cont;	/* the last fragment seen was not the record's last */
-	__u32 part;	/* sequence number where a stashed head goes on */
-	__u32 flen;	/* length of the record whose head is stashed */
-	__u32 have;	/* bytes in head[]; 0: nothing stashed */
+	__u32 bits;
+};
+
+struct flow_head {	/* a record head cut by the end of a segment */
+	__u32 part;	/* sequence number where it goes on */
+	__u32 flen;	/* length of its record */
+	__u32 have;	/* bytes in head[] */
 	__u32 pad;
 	__u8 head[HEAD_STASH];
 };
@@ -111,24 +122,53 @@ struct call {
 	__u16 proc;
 };
 
-/* A call of at most SMALL_OPS ops (every NFSv3 call, most v4 COMPOUNDs) waits
- * in `pending_small`: 80 bytes instead of 200, so the reply, decoded on another
- * CPU than the call, pulls two cache lines across instead of five. */
-#define SMALL_OPS 4
+/* Calls wait for their replies in `pend`, a table written in place: no map
+ * insert or delete per call (an LRU hash's were half the decoder's time). A
+ * call's slot is one of PEND_WAYS in the bucket picked by its client, port and
+ * XID; a connection's consecutive XIDs take consecutive buckets (pend_way()),
+ * so its calls in flight do not collide with one another and, the table being
+ * laid out way by way, take consecutive cache lines. A slot is one cache line
+ * holding all of an NFSv3 call: the reply, decoded on another CPU than the
+ * call, pulls that one line across. A COMPOUND's other ops go in `pend_more`
+ * (up to SLOT_OPS) and `pend_ext`, at the same index. */
+#define PEND_WAYS 4
+#define PEND_BUCKETS 8192	/* 32768 calls in flight */
+#define PEND_SLOTS (PEND_WAYS * PEND_BUCKETS)
+#define SLOT_OPS 8
+#define PEND_FREE 0
+#define PEND_BUSY (~0ULL)	/* being written or read */
 
-struct call_small {
+/* A slot's tag (a 64-bit hash of client, port and XID) says whose call it is.
+ * A call claims a slot by compare-and-swap of its tag (free, or the oldest call
+ * there) to PEND_BUSY, writes itself, then swaps in its own tag; a reply claims
+ * the slot of its tag the same way, copies the call, then swaps in PEND_FREE.
+ * Compare-and-swap first: it takes the line for writing in one step, where a
+ * read first would fetch it shared, then again to write. */
+struct pend_slot {
+	__u64 tag;
 	__u64 ts;
 	__u64 offset;
 	__u64 cur_end;
-	__u64 fh[SMALL_OPS];
-	__u16 ops[SMALL_OPS];
+	__u64 fh0;
 	__u32 count;
 	__u16 tot_ops;
+	__u16 proc;
 	__u8 proto;
 	__u8 nops;
 	__u8 rw_idx;
 	__u8 flags;
-	__u16 proc;
+	__u16 ops[4];
+	__u32 pad;
+};
+
+struct pend_more {	/* ops 1..SLOT_OPS-1 of a COMPOUND: one more line */
+	__u64 fh[SLOT_OPS - 1];
+	__u16 ops[SLOT_OPS - 4];	/* from op 4 */
+};
+
+struct pend_ext {	/* and the rest */
+	__u64 fh[NFSW_MAX_OPS - SLOT_OPS];
+	__u16 ops[NFSW_MAX_OPS - SLOT_OPS];
 };
 
 /* Per-CPU memo of handles already in `fhs`: the map is looked up at most once
@@ -144,8 +184,13 @@ struct name {
 };
 
 struct scratch {
+	__u32 pad0;
+	__u8 mark[4];	/* a record mark copied together with the head after it */
 	__u8 buf[NFSW_SCRATCH];
 	__u32 len;	/* valid bytes in buf */
+	__u32 want;	/* bytes of the record's head this skb holds, up to NFSW_SCRATCH */
+	__u32 pre_off;	/* skb offset of buf[0] when mark_at() copied the head */
+	__u32 pre_len;	/* bytes of buf it copied; 0: none */
 	__u32 roff;	/* skb offset of buf[0] (the RPC message, after the mark) */
 	__u32 ravail;	/* bytes of this record in this skb from roff */
 	__u32 pos;
@@ -154,12 +199,22 @@ struct scratch {
 	__u64 bytes;
 	__u32 name_active;
 	__u32 rnops;
-	__u32 mount_port;	/* this record came on the MOUNT port */
 	__u32 joined;	/* buf = a stashed head + this segment's start */
 	__u16 rops[NFSW_MAX_OPS];
 	struct xkey xk;
 	struct call call;
-	struct call_small small;
+	__u32 next, cont, seq, poff, plen;	/* the record loop's (nfsw_step) */
+	__s32 fidx;	/* this packet's flow entry; -1: none */
+	struct {	/* headers copied out of fragments (in scratch: the stack is short) */
+		__u16 eth[3];
+		union {
+			struct iphdr ip;
+			struct ipv6hdr ip6;
+		};
+		__u8 tcp[20];
+	} hb;
+	__u64 ch;	/* hash of this packet's client address and port */
+	__u64 stale_ns;	/* a pending call older than this is stale */
 	__u64 fhc[FHC_N];	/* handle hash per slot */
 	__u32 fhc_gen[FHC_N];	/* second it was checked in */
 	struct name name;
@@ -181,26 +236,45 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
-struct {	/* updated in place: inserted only for a new connection */
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct flowkey);
-	__type(value, struct flowstate);
+struct {	/* mmapable: the values start on a page, so a bucket fills one cache line */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLOW_N);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct flow);
 } flows SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);	/* COMPOUNDs of more than SMALL_OPS ops */
-	__uint(max_entries, 4096);
-	__type(key, struct xkey);
-	__type(value, struct call);
-} pending SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);	/* same index as `flows` */
+	__uint(max_entries, FLOW_N);
+	__type(key, __u32);
+	__type(value, struct flow_head);
+} flow_heads SEC(".maps");
+
+/* Indexed way * PEND_BUCKETS + bucket. Mmapable: the values start on a page,
+ * so the 64-byte slots on cache lines. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PEND_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct pend_slot);
+} pend SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);	/* calls never answered age out */
-	__uint(max_entries, 32768);
-	__type(key, struct xkey);
-	__type(value, struct call_small);
-} pending_small SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PEND_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct pend_more);
+} pend_more SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PEND_SLOTS);
+	__type(key, __u32);
+	__type(value, struct pend_ext);
+} pend_ext SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -266,7 +340,6 @@ LOUPE_DROPS_MAP;
 
 static const struct nfsw_val zero_val;
 static const struct nfsw_dirchunk zero_dir;
-static const struct flowstate zero_flow;
 
 /* hist_bucket() already clamps; this makes the bound visible to the verifier */
 static __always_inline __u32 clamp_idx(__u32 b, __u32 n)
@@ -277,6 +350,13 @@ static __always_inline __u32 clamp_idx(__u32 b, __u32 n)
 /* min(v, max) in one register: with a plain compare clang may test a copy and
  * pass the original to a helper, which the verifier cannot then bound. */
 #define CLAMP(v, max) asm volatile("if %[x] <= %[m] goto +1; %[x] = %[m]" : [x] "+r"(v) : [m] "i"(max))
+
+/* bpf_skb_load_bytes() of n bytes, 1 <= n <= max (the caller checked n >= 1), as
+ * 1 + min(n - 1, max - 1): the helper refuses a length that may be 0, and the
+ * verifier of Linux 6.1 (Debian 12's) learns no lower bound from n != 0 (newer
+ * ones do), so a length guarded only by that fails to load there. */
+#define LOAD_N(skb, off, to, n, max) ({ __u64 __m = (n) - 1; CLAMP(__m, (max) - 1); \
+					bpf_skb_load_bytes(skb, off, to, __m + 1); })
 
 /* Hide a value's known range from clang, so that the bounds check it emits is
  * on the very register then used as the index (which is what the verifier tracks). */
@@ -353,6 +433,21 @@ static __always_inline int skip_bitmap(struct scratch *S, __u32 *p, int with_att
 		return -1;
 	*p += 4 + 4 * n;
 	return with_attrs ? skip_opaque(S, p, 65536) : 0;
+}
+
+/* The record's head in S->buf up to byte n, as far as this skb holds it: a
+ * record is copied HEAD_COPY bytes at first (its mark with them), which is all
+ * most calls and replies need; a decoder that reads further asks for more here.
+ * (A multi-record segment copied whole per record cost more than the rest.) */
+static __always_inline void head_need(struct __sk_buff *skb, struct scratch *S, __u32 n)
+{
+	__u64 have = S->len, upto = n < S->want ? n : S->want;
+
+	if (upto <= have)
+		return;
+	CLAMP(have, NFSW_SCRATCH);
+	if (LOAD_N(skb, S->roff + have, &S->buf[have], upto - have, NFSW_SCRATCH) == 0)
+		S->len = upto;
 }
 
 /* Handle hash, mirrored by probe.fh_hash(): 64-bit words (last one zero-padded),
@@ -449,7 +544,7 @@ static __always_inline int name_push(struct __sk_buff *skb, struct scratch *S, _
 		return -1;
 	if (S->joined)	/* the name's bytes may lie in the previous segment */
 		goto toolong;
-	if (bpf_skb_load_bytes(skb, S->roff + coff, &S->name.name[nlen], nn))
+	if (LOAD_N(skb, S->roff + coff, &S->name.name[nlen], nn, 255))
 		return -1;
 	S->name.len = nlen + n;
 	S->name.derived = buf_hash(S, coff, n, S->cur);
@@ -459,6 +554,148 @@ static __always_inline int name_push(struct __sk_buff *skb, struct scratch *S, _
 toolong:	/* a path longer than 255 bytes from its base: stop naming, keep counting */
 	S->name_active = 0;
 	S->cur = buf_hash(S, coff, n, S->cur);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- pending calls */
+
+static __always_inline __u64 mix64(__u64 h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
+}
+
+/* The client of this packet (address as two words, port, family), hashed once
+ * per packet. */
+static __always_inline void client_hash(struct scratch *S, __u64 a0, __u64 a1, __u16 port, __u8 family)
+{
+	S->ch = mix64(a0 ^ mix64(a1 ^ ((__u64)port << 8 | family)));
+}
+
+/* Which call a slot holds: never PEND_FREE or PEND_BUSY. Two calls in flight
+ * share a tag with a chance of about 2^-64 per pair. */
+static __always_inline __u64 pend_tag(struct scratch *S, __u32 xid)
+{
+	__u64 t = S->ch ^ ((__u64)xid * 0x9e3779b97f4a7c15ULL);
+
+	return t == PEND_FREE || t == PEND_BUSY ? 1 : t;
+}
+
+
+/* Way w of the bucket of the call of XID S->xk.xid: the slot, its index in *k.
+ * Clients count XIDs up in the wire's byte order (libnfs) or in their own (Linux:
+ * on x86 the first byte on the wire changes); with the XID and its bytes swapped
+ * added, either way consecutive XIDs take consecutive buckets. */
+static __always_inline struct pend_slot *pend_way(struct scratch *S, __u32 w, __u32 *k)
+{
+	__u32 x = S->xk.xid;
+
+	*k = w * PEND_BUCKETS + (((__u32)(S->ch >> 40) + x + __builtin_bswap32(x)) & (PEND_BUCKETS - 1));
+	return bpf_map_lookup_elem(&pend, k);
+}
+
+/* x into y when storing a call, y into x when taking it back. */
+#define XFER(x, y, store) do { if (store) (x) = (y); else (y) = (x); } while (0)
+
+/* A call's fields to (store) or from slot q at index k, and the ops past its
+ * first to or from the lines of `pend_more` and `pend_ext` at k. */
+static __always_inline void slot_copy(struct scratch *S, struct pend_slot *q, __u32 k, int store)
+{
+	struct pend_more *m;
+	struct pend_ext *e;
+
+	XFER(q->ts, S->call.ts, store);
+	XFER(q->offset, S->call.offset, store);
+	XFER(q->cur_end, S->call.cur_end, store);
+	XFER(q->fh0, S->call.fh[0], store);
+	XFER(q->count, S->call.count, store);
+	XFER(q->tot_ops, S->call.tot_ops, store);
+	XFER(q->proc, S->call.proc, store);
+	XFER(q->proto, S->call.proto, store);
+	XFER(q->nops, S->call.nops, store);
+	XFER(q->rw_idx, S->call.rw_idx, store);
+	XFER(q->flags, S->call.flags, store);
+	for (int j = 0; j < 4; j++)
+		XFER(q->ops[j], S->call.ops[j], store);
+	if (S->call.nops <= 1)
+		return;
+	m = bpf_map_lookup_elem(&pend_more, &k);
+	if (!m)
+		return;
+	for (int j = 1; j < SLOT_OPS; j++)
+		XFER(m->fh[j - 1], S->call.fh[j], store);
+	for (int j = 4; j < SLOT_OPS; j++)
+		XFER(m->ops[j - 4], S->call.ops[j], store);
+	if (S->call.nops <= SLOT_OPS)
+		return;
+	e = bpf_map_lookup_elem(&pend_ext, &k);
+	if (!e)
+		return;
+	for (int j = 0; j < NFSW_MAX_OPS - SLOT_OPS; j++) {
+		XFER(e->fh[j], S->call.fh[SLOT_OPS + j], store);
+		XFER(e->ops[j], S->call.ops[SLOT_OPS + j], store);
+	}
+}
+
+/* Keep S->call until its reply comes. */
+static __always_inline void pend_put(struct scratch *S)
+{
+	struct pend_slot *q, *old = NULL;
+	__u64 tag = pend_tag(S, S->xk.xid), seen, oldest_tag = 0, oldest_ts = ~0ULL;
+	__u32 w, k, oldest = PEND_SLOTS;
+
+	/* the first free slot, or this call's own (a retransmission) */
+	for (w = 0; w < PEND_WAYS; w++) {
+		q = pend_way(S, w, &k);
+		if (!q)
+			return;
+		seen = __sync_val_compare_and_swap(&q->tag, PEND_FREE, PEND_BUSY);
+		if (seen == PEND_FREE)
+			goto claimed;
+		if (seen == tag && __sync_val_compare_and_swap(&q->tag, tag, PEND_BUSY) == tag)
+			goto claimed;
+		if (seen != PEND_BUSY && q->ts < oldest_ts) {
+			old = q;
+			oldest = k;
+			oldest_ts = q->ts;
+			oldest_tag = seen;
+		}
+	}
+	/* all taken by calls not yet answered: the oldest one's slot */
+	if (!old || __sync_val_compare_and_swap(&old->tag, oldest_tag, PEND_BUSY) != oldest_tag) {
+		loupe_count_drop(&drops);	/* another CPU took it meanwhile */
+		return;
+	}
+	stat(S->call.ts - old->ts > S->stale_ns ? ST_EXPIRED : ST_OVERWRITTEN);
+	q = old;
+	k = oldest;
+claimed:
+	slot_copy(S, q, k, 1);
+	__sync_lock_test_and_set(&q->tag, tag);	/* a full barrier: written before it shows */
+}
+
+/* The call answered by the reply of XID S->xk.xid into S->call, its slot freed.
+ * 0: found; -1: no such call pending. */
+static __always_inline int pend_take(struct scratch *S)
+{
+	__u64 tag = pend_tag(S, S->xk.xid);
+	struct pend_slot *q;
+	__u32 w, k;
+
+	for (w = 0; w < PEND_WAYS; w++) {
+		q = pend_way(S, w, &k);
+		if (!q)
+			return -1;
+		if (__sync_val_compare_and_swap(&q->tag, tag, PEND_BUSY) == tag)
+			goto found;
+	}
+	return -1;
+found:
+	slot_copy(S, q, k, 0);
+	__sync_lock_test_and_set(&q->tag, PEND_FREE);	/* a full barrier: read before it is free */
 	return 0;
 }
 
@@ -635,7 +872,7 @@ stop:
 __noinline int nfsw_call(struct __sk_buff *skb)
 {
 	struct scratch *S = get_scratch();
-	__u32 xid, v, prog, vers, proc, flavor, n, p, boff, blen;
+	__u32 xid, v, prog, vers, proc, flavor, n, p, boff, blen, other = 0;
 	__u64 h;
 
 	if (!S)
@@ -650,16 +887,25 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 	if (flavor == AUTH_GSS) {	/* rpc_gss_cred_vers_1_t: vers, proc, seq, service, handle */
 		__u32 gproc, service;
 
-		if (rd32(S, 36, &gproc) || rd32(S, 44, &service) || gproc != 0)
-			return 0;	/* context creation / destruction: not an NFS op */
-		if (service == 3)	/* privacy: the arguments are encrypted */
+		if (rd32(S, 36, &gproc) || rd32(S, 44, &service))
+			return 0;
+		if (gproc != 0)	/* context creation / destruction: not an NFS op */
+			other = 1;
+		else if (service == 3)	/* privacy: the arguments are encrypted */
 			flavor = 0xffff;
 		else if (service == 2)	/* integrity: databody_integ length and seq_num first */
 			p += 8;
 	}
+	head_need(skb, S, p + 8);
 	if (rd32(S, p + 4, &n) || n > 400)	/* verifier */
 		return 0;
 	p += 8 + PAD4(n);
+	/* an NFSv3 call's arguments (a handle, 16 bytes, or a name) are in the
+	 * first copy unless its credentials are long; a COMPOUND's may be anywhere */
+	if (prog == RPC_NFS && vers == 3 && proc != P3_LOOKUP && (proc < P3_CREATE || proc > P3_RMDIR))
+		head_need(skb, S, p + 4 + NFSW_FH_MAX + 16);
+	else
+		head_need(skb, S, NFSW_SCRATCH);
 
 	__builtin_memset(&S->call, 0, sizeof(S->call));
 	packet_time(S);
@@ -670,12 +916,13 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 	S->saved = NFSW_FH_NONE;
 	S->name_active = 0;
 	S->xk.xid = xid;
-
+	if (other)
+		goto other;
 	if (prog == RPC_MOUNT && vers == 3 && proc == 1) {	/* MNT: dirpath -> root fh */
 		__u32 dl;
 
 		if (rd32(S, p, &dl) || dl == 0 || dl > 255)
-			return 0;
+			goto other;
 		S->cur = NFSW_FH_ROOT;
 		S->name.base = NFSW_FH_ROOT;
 		S->name.derived = NFSW_FH_ROOT;
@@ -692,7 +939,7 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 
 			OPAQUE(q);
 			if (q > NFSW_SCRATCH - 8)
-				return 0;
+				goto other;
 			S->buf[q + 1] = 0;
 			S->buf[q + 2] = 0;
 			S->buf[q + 3] = 0;
@@ -700,12 +947,12 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 			p += 1;
 		}
 		if (name_push(skb, S, &p))
-			return 0;
+			goto other;
 		S->call.flags = F_MOUNT;
 		goto store;
 	}
-	if (prog != RPC_NFS)
-		return 0;
+	if (prog != RPC_NFS || (vers != 3 && vers != 4))
+		goto other;
 	stat(ST_CALLS);
 	if (vers == 3) {
 		S->call.proto = NFSW_V3;
@@ -744,8 +991,6 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 		S->call.cur_end = S->cur;
 		goto store;
 	}
-	if (vers != 4)
-		return 0;
 	if (proc == 0) {	/* NULL */
 		S->call.proto = NFSW_V40;
 		S->call.nops = 1;
@@ -782,28 +1027,11 @@ store:
 		S->call.flags |= F_NAME;	/* PUTROOTFH; GETFH: the root's handle */
 		bpf_map_update_elem(&names, &S->xk, &S->name, BPF_ANY);
 	}
-	if (S->call.nops <= SMALL_OPS) {
-		struct call_small *q = &S->small;
-
-		q->ts = S->call.ts;
-		q->offset = S->call.offset;
-		q->cur_end = S->call.cur_end;
-		q->count = S->call.count;
-		q->tot_ops = S->call.tot_ops;
-		q->proto = S->call.proto;
-		q->nops = S->call.nops;
-		q->rw_idx = S->call.rw_idx;
-		q->flags = S->call.flags;
-		q->proc = S->call.proc;
-		for (int j = 0; j < SMALL_OPS; j++) {
-			q->fh[j] = S->call.fh[j];
-			q->ops[j] = S->call.ops[j];
-		}
-		if (bpf_map_update_elem(&pending_small, &S->xk, q, BPF_ANY))
-			loupe_count_drop(&drops);
-	} else if (bpf_map_update_elem(&pending, &S->xk, &S->call, BPF_ANY)) {
-		loupe_count_drop(&drops);
-	}
+	pend_put(S);
+	return 0;
+other:
+	S->call.flags = F_OTHER;
+	pend_put(S);
 	return 0;
 }
 
@@ -974,6 +1202,27 @@ __noinline int nfsw_v4_reply_op(__u32 i)
 	return 0;
 }
 
+/* An add to a row of this CPU's, or an atomic one to a shared row. */
+#define BUMP(p, n, shared) do { if (shared) add(p, n); else *(p) += (n); } while (0)
+
+static __always_inline void count_op(struct scratch *S, struct nfsw_val *v, __u64 k, __u64 lat, __u32 extra,
+				     int shared)
+{
+	__u64 n = extra ? extra : 1;
+
+	BUMP(&v->count, n, shared);
+	BUMP(&v->lat_sum, lat * n, shared);
+	BUMP(&v->lat[clamp_idx(hist_bucket(lat, 10, 35), NFSW_LAT_N)], n, shared);
+	if (!extra && k == S->call.rw_idx) {
+		__u64 b = S->call.ops[k] == P3_WRITE && S->call.proto == NFSW_V3 ? S->call.count :
+			  S->call.ops[k] == V4_WRITE && S->call.proto != NFSW_V3 ? S->call.count : S->bytes;
+
+		BUMP(&v->bytes, b, shared);
+		BUMP(&v->size[clamp_idx(hist_bucket(b, 9, 24), NFSW_SIZE_N)], 1, shared);
+		BUMP(&v->off[clamp_idx(hist_bucket(S->call.offset, 12, 45), NFSW_OFF_N)], 1, shared);
+	}
+}
+
 /* Count op i of the answered call. */
 __noinline int nfsw_count(__u32 i, __u64 lat, __u32 extra)
 {
@@ -999,20 +1248,23 @@ __noinline int nfsw_count(__u32 i, __u64 lat, __u32 extra)
 		key.op = i < S->rnops ? S->rops[k] : NFSW_OP_UNPARSED;
 		key.fh = S->call.cur_end;
 	}
-	v = lookup_or_init(&counts, &key, &zero_val, &other, &drops);
-	if (!v)
-		return 0;
-	add(&v->count, extra ? extra : 1);
-	add(&v->lat_sum, extra ? lat * extra : lat);
-	add(&v->lat[clamp_idx(hist_bucket(lat, 10, 35), NFSW_LAT_N)], extra ? extra : 1);
-	if (!extra && i == S->call.rw_idx) {
-		__u64 b = S->call.ops[k] == P3_WRITE && S->call.proto == NFSW_V3 ? S->call.count :
-			  S->call.ops[k] == V4_WRITE && S->call.proto != NFSW_V3 ? S->call.count : S->bytes;
+	/* a row of this CPU's: no other program adds to it meanwhile (tc programs run
+	 * with bottom halves off), so plain adds do, and its lines stay in this CPU's
+	 * cache instead of bouncing to the CPU that sent the last reply */
+	key.cpu = bpf_get_smp_processor_id();
+	v = bpf_map_lookup_elem(&counts, &key);
+	if (!v && bpf_map_update_elem(&counts, &key, &zero_val, BPF_NOEXIST) == 0)
+		v = bpf_map_lookup_elem(&counts, &key);
+	if (!v) {	/* full: the shared `other` row, with atomic adds */
+		loupe_count_drop(&drops);
+		__u32 zero = 0;
 
-		add(&v->bytes, b);
-		add(&v->size[clamp_idx(hist_bucket(b, 9, 24), NFSW_SIZE_N)], 1);
-		add(&v->off[clamp_idx(hist_bucket(S->call.offset, 12, 45), NFSW_OFF_N)], 1);
+		v = bpf_map_lookup_elem(&other, &zero);
+		if (v)
+			count_op(S, v, k, lat, extra, 1);
+		return 0;
 	}
+	count_op(S, v, k, lat, extra, 0);
 	return 0;
 }
 
@@ -1020,8 +1272,6 @@ __noinline int nfsw_count(__u32 i, __u64 lat, __u32 extra)
 __noinline int nfsw_reply(struct __sk_buff *skb)
 {
 	struct scratch *S = get_scratch();
-	struct call *c;
-	struct call_small *q;
 	struct name *nm;
 	__u32 xid, v, stat_, n = 0, p, boff, blen, status = 0, total;
 	__u64 h, lat;
@@ -1032,34 +1282,12 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 	if (rd32(S, 0, &xid) || rd32(S, 4, &v) || v != 1 || rd32(S, 8, &stat_))
 		return 0;
 	S->xk.xid = xid;
-	q = bpf_map_lookup_elem(&pending_small, &S->xk);
-	if (q) {
-		__builtin_memset(&S->call, 0, sizeof(S->call));
-		S->call.ts = q->ts;
-		S->call.offset = q->offset;
-		S->call.cur_end = q->cur_end;
-		S->call.count = q->count;
-		S->call.tot_ops = q->tot_ops;
-		S->call.proto = q->proto;
-		S->call.nops = q->nops;
-		S->call.rw_idx = q->rw_idx;
-		S->call.flags = q->flags;
-		S->call.proc = q->proc;
-		for (int j = 0; j < SMALL_OPS; j++) {
-			S->call.fh[j] = q->fh[j];
-			S->call.ops[j] = q->ops[j];
-		}
-		bpf_map_delete_elem(&pending_small, &S->xk);
-	} else {
-		c = bpf_map_lookup_elem(&pending, &S->xk);
-		if (!c) {
-			if (!S->mount_port)	/* MOUNT's other procedures are not stored */
-				stat(ST_UNMATCHED);
-			return 0;
-		}
-		__builtin_memcpy(&S->call, c, sizeof(S->call));
-		bpf_map_delete_elem(&pending, &S->xk);
+	if (pend_take(S)) {
+		stat(ST_UNMATCHED);
+		return 0;
 	}
+	if (S->call.flags & F_OTHER)
+		return 0;
 	packet_time(S);
 	lat = S->now - S->call.ts;
 	S->name_active = 0;
@@ -1074,6 +1302,11 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 	S->bytes = 0;
 	S->rnops = 0;
 	stat(ST_REPLIES);
+	/* an NFSv3 (or MOUNT) result is a status, attributes, maybe a handle: in the
+	 * first copy unless the verifier is long; a COMPOUND's may be anywhere */
+	if (stat_ == 0 && rd32(S, 16, &n) == 0 && n <= 400)
+		head_need(skb, S, S->call.proto == NFSW_V3 || (S->call.flags & F_MOUNT) ?
+				  24 + PAD4(n) + 4 + 4 + NFSW_FH_MAX + 8 : NFSW_SCRATCH);
 	/* accepted_reply: verf, accept_stat */
 	accepted = stat_ == 0 && rd32(S, 16, &n) == 0 && n <= 400 && rd32(S, 20 + PAD4(n), &v) == 0 && v == 0;
 	p = 24 + PAD4(n);
@@ -1121,7 +1354,7 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 						break;
 					}
 					CLAMP(len, NFSW_DIRCHUNK);
-					if (len < 1 || bpf_skb_load_bytes(skb, S->roff, dc->data, len)) {
+					if (len < 1 || LOAD_N(skb, S->roff, dc->data, len, NFSW_DIRCHUNK)) {
 						bpf_map_delete_elem(&dirs, &dk);
 						break;
 					}
@@ -1162,7 +1395,7 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 }
 
 /* One RPC message: copy its head and decode it. */
-__noinline int nfsw_record(struct __sk_buff *skb, __u32 off, __u32 avail, __u32 reply)
+static __always_inline int record(struct __sk_buff *skb, __u32 off, __u32 avail, __u32 reply)
 {
 	struct scratch *S = get_scratch();
 	__u64 len = avail;
@@ -1175,8 +1408,13 @@ __noinline int nfsw_record(struct __sk_buff *skb, __u32 off, __u32 avail, __u32 
 		stat(ST_PARTIAL);
 		return 0;
 	}
-	if (bpf_skb_load_bytes(skb, off, S->buf, len))
+	S->want = len;
+	if (len > HEAD_COPY)
+		len = HEAD_COPY;
+	/* mark_at() copied the head already (a payload in page fragments) */
+	if ((S->pre_len < len || S->pre_off != off) && bpf_skb_load_bytes(skb, off, S->buf, len))
 		return 0;
+	S->pre_len = 0;
 	S->len = len;
 	S->roff = off;
 	S->ravail = avail;
@@ -1196,13 +1434,14 @@ __noinline int nfsw_joined(struct __sk_buff *skb, __u32 off, __u32 have, __u32 m
 	stat(ST_RECORDS);
 	CLAMP(h, HEAD_STASH - 1);
 	CLAMP(n, NFSW_SCRATCH - HEAD_STASH);
-	if (n >= 1 && bpf_skb_load_bytes(skb, off, &S->buf[h], n))
+	if (n >= 1 && LOAD_N(skb, off, &S->buf[h], n, NFSW_SCRATCH - HEAD_STASH))
 		return 0;
 	S->len = h + n;
 	if (S->len < 12) {
 		stat(ST_PARTIAL);
 		return 0;
 	}
+	S->want = S->len;	/* buf is the stash and this segment's start: no more to copy */
 	S->roff = off;
 	S->ravail = 0;
 	S->joined = 1;
@@ -1244,12 +1483,14 @@ static __always_inline void *hdr(struct __sk_buff *skb, __u32 off, void *buf, __
 
 /* The record mark at `off`, -1 if unreadable: in place when in the linear part,
  * which holds a segment's payload unless it came in page fragments (TSO/GRO
- * super-packets). A global function: verified once, not in each of the record
- * loop's iterations, which would pass the verifier's 1M-instruction bound. */
-__noinline __s64 nfsw_mark(struct __sk_buff *skb, __u32 off)
+ * super-packets, and what a server's sendmsg() builds). From fragments, with
+ * `more` > 0, the record's head (up to `more` bytes) comes in the same copy: a
+ * copy out of fragments costs mostly its fixed part. */
+static __always_inline __s64 mark_at(struct __sk_buff *skb, __u32 off, __u32 more)
 {
 	__u8 *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end, *b;
-	__u64 o = off;
+	struct scratch *S;
+	__u64 o = off, n = more;
 	__u32 m;
 
 	OPAQUE(o);
@@ -1258,33 +1499,171 @@ __noinline __s64 nfsw_mark(struct __sk_buff *skb, __u32 off)
 		if (b + 4 <= data_end)
 			return ((__u32)b[0] << 24) | ((__u32)b[1] << 16) | ((__u32)b[2] << 8) | b[3];
 	}
+	S = get_scratch();
+	if (n && S) {
+		CLAMP(n, HEAD_COPY);
+		if (bpf_skb_load_bytes(skb, off, S->mark, n + 4))
+			return -1;
+		S->pre_off = off + 4;
+		S->pre_len = n;
+		return ((__u32)S->mark[0] << 24) | ((__u32)S->mark[1] << 16) | ((__u32)S->mark[2] << 8) | S->mark[3];
+	}
 	if (bpf_skb_load_bytes(skb, off, &m, 4))
 		return -1;
 	return bpf_ntohl(m);
 }
 
-static __always_inline void handle(struct __sk_buff *skb, int reply)
+enum { STEP_NEXT, STEP_END, STEP_LOST, STEP_ABORT };
+
+/* The record mark at S->next in this segment, and the record after it. A
+ * global function: the verifier checks it once, not in each iteration of the
+ * record loop (which took most of its 1M-instruction budget before). */
+__noinline int nfsw_step(struct __sk_buff *skb, __u32 reply)
+{
+	struct scratch *S = get_scratch();
+	struct flow_head *h;
+	struct flow *f;
+	__u32 d, mark, flen, avail;
+	__s64 m;
+
+	if (!S)
+		return STEP_ABORT;
+	d = S->next - S->seq;
+	if (d >= S->plen)
+		return STEP_END;
+	if (d + 4 > S->plen) {	/* the mark itself straddles segments */
+		stat(ST_PARTIAL);
+		return STEP_LOST;
+	}
+	m = mark_at(skb, S->poff + d, S->cont ? 0 : S->plen - d - 4);
+	if (m < 0)
+		return STEP_ABORT;
+	mark = m;
+	flen = mark & 0x7fffffff;
+	if (flen < 4 || flen > MAX_RECORD) {
+		stat(ST_DESYNC);
+		return STEP_LOST;
+	}
+	if (!S->cont) {
+		avail = S->plen - d - 4;
+		if (avail < flen && avail < HEAD_STASH && S->fidx >= 0) {
+			/* the head goes on in the next segment: keep it */
+			__u32 k = S->fidx;
+			__u64 a = avail;
+
+			f = bpf_map_lookup_elem(&flows, &k);
+			h = bpf_map_lookup_elem(&flow_heads, &k);
+			if (!f || !h)
+				return STEP_ABORT;
+			CLAMP(a, HEAD_STASH - 1);
+			if (a && LOAD_N(skb, S->poff + d + 4, h->head, a, HEAD_STASH - 1))
+				return STEP_ABORT;
+			h->have = a;
+			h->part = S->seq + S->plen;
+			h->flen = flen;
+			f->bits |= FL_STASH;
+		} else {
+			record(skb, S->poff + d + 4, avail < flen ? avail : flen, reply);
+		}
+	}
+	S->cont = !(mark >> 31);
+	S->next += 4 + flen;
+	return STEP_NEXT;
+}
+
+/* The entry of flow `ft` in `flows`, or -1. */
+static __always_inline int flow_find(__u64 ft)
+{
+	for (__u32 c = 0; c < 2; c++) {
+		__u32 b = (c ? ft >> 32 : ft) & (FLOW_BUCKETS - 1);
+
+		for (__u32 w = 0; w < FLOW_WAYS; w++) {
+			__u32 k = b * FLOW_WAYS + w;
+			struct flow *f = bpf_map_lookup_elem(&flows, &k);
+
+			if (f && f->tag == ft)
+				return k;
+		}
+	}
+	return -1;
+}
+
+/* A new entry for flow `ft`, starting at `next`: a free one of its two buckets,
+ * else the least recently seen; -1 if another CPU took that meanwhile. */
+__noinline int nfsw_flow_new(__u64 ft, __u32 next, __u32 bits)
+{
+	__u32 oldest = FLOW_N, oldest_seen = ~0U;
+	__u64 oldest_tag = 0;
+	struct flow *f;
+	__u32 k;
+
+	for (__u32 c = 0; c < 2; c++) {
+		__u32 b = (c ? ft >> 32 : ft) & (FLOW_BUCKETS - 1);
+
+		for (__u32 w = 0; w < FLOW_WAYS; w++) {
+			__u64 t;
+
+			k = b * FLOW_WAYS + w;
+			f = bpf_map_lookup_elem(&flows, &k);
+			if (!f)
+				return -1;
+			t = f->tag;
+			if (t == 0 && __sync_val_compare_and_swap(&f->tag, 0, ft) == 0)
+				goto fill;
+			if ((f->bits >> FL_SEEN_SHIFT) < oldest_seen) {
+				oldest = k;
+				oldest_seen = f->bits >> FL_SEEN_SHIFT;
+				oldest_tag = t;
+			}
+		}
+	}
+	k = oldest;
+	f = bpf_map_lookup_elem(&flows, &k);
+	if (!f || __sync_val_compare_and_swap(&f->tag, oldest_tag, ft) != oldest_tag)
+		return -1;
+fill:
+	f->next = next;
+	f->bits = bits;
+	return k;
+}
+
+static __always_inline __u32 flow_seen(void)
+{
+	return (__u32)(bpf_jiffies64() >> 6) << FL_SEEN_SHIFT;
+}
+
+/* One packet. Inlined in each program: as a function of its own, its frame and
+ * the program's would take the call chain under it (nfsw_step, nfsw_call,
+ * nfsw_v4_call_op) past the 512-byte stack the verifier of Linux 6.1 allows
+ * (it counts at least 32 bytes for a frame). */
+static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 {
 	struct scratch *S = get_scratch();
 	struct nfsw_config *cfg;
-	struct flowkey fk = {};
-	struct flowstate *st;
-	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq, next, cont, i;
-	__u16 proto = bpf_ntohs(skb->protocol), port = 2049, mport = 0, sport, dport;
-	__u8 tcpbuf[20], *tcp;
-	__u16 ebuf[3], *eth;
-	int family;
+	struct flow *f = NULL;
+	struct flow_head *h;
+	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq, next, cont, i, k;
+	__u16 proto = bpf_ntohs(skb->protocol), port = 2049, mport = 0, sport, dport, cport;
+	__u32 stale_ms = NFSW_STALE_MS;
+	__u64 ft, c0 = 0, c1 = 0, s0 = 0, s1 = 0;
+	struct ipv6hdr *ip6 = NULL;
+	struct iphdr *ip = NULL;
+	__u8 *tcp, family;
+	__u16 *eth;
+	int r, fi;
 
 	if (!S || (proto != ETH_P_IP && proto != ETH_P_IPV6))
-		return;
+		return 0;
 	cfg = bpf_map_lookup_elem(&settings, &zero);
 	if (cfg) {
 		if (cfg->port)
 			port = cfg->port;
 		mport = cfg->mount_port;
+		if (cfg->stale_ms)
+			stale_ms = cfg->stale_ms;
 	}
 	/* tc sees the MAC header on Ethernet-like devices; none on L3 devices (tun) */
-	eth = hdr(skb, 12, ebuf, sizeof(ebuf));
+	eth = hdr(skb, 12, S->hb.eth, sizeof(S->hb.eth));
 	if (eth) {
 		if (bpf_ntohs(eth[0]) == proto)
 			l3 = 14;
@@ -1292,160 +1671,149 @@ static __always_inline void handle(struct __sk_buff *skb, int reply)
 			l3 = 18;
 	}
 	if (proto == ETH_P_IP) {
-		struct iphdr ipbuf, *ip = hdr(skb, l3, &ipbuf, sizeof(ipbuf));
-
+		ip = hdr(skb, l3, &S->hb.ip, sizeof(S->hb.ip));
 		if (!ip || ip->protocol != IPPROTO_TCP || (bpf_ntohs(ip->frag_off) & 0x3fff) || ip->ihl < 5)
-			return;
+			return 0;
 		family = 4;
 		l4 = l3 + ip->ihl * 4;
 		/* BIG TCP GSO packets carry tot_len 0 (Linux 6.3, commit 09f3d1a3a52c) */
 		end = ip->tot_len ? l3 + bpf_ntohs(ip->tot_len) : skb->len;
-		__builtin_memcpy(reply ? fk.saddr : fk.caddr, &ip->saddr, 4);
-		__builtin_memcpy(reply ? fk.caddr : fk.saddr, &ip->daddr, 4);
 	} else {
-		struct ipv6hdr ip6buf, *ip6 = hdr(skb, l3, &ip6buf, sizeof(ip6buf));
-
+		ip6 = hdr(skb, l3, &S->hb.ip6, sizeof(S->hb.ip6));
 		if (!ip6 || ip6->nexthdr != IPPROTO_TCP)
-			return;	/* extension headers are not followed */
+			return 0;	/* extension headers are not followed */
 		family = 6;
 		l4 = l3 + 40;
 		/* BIG TCP for IPv6 sends payload_len 0 (Linux 5.19, commit 7c96d8ec96bb) */
 		end = ip6->payload_len ? l4 + bpf_ntohs(ip6->payload_len) : skb->len;
-		__builtin_memcpy(reply ? fk.saddr : fk.caddr, &ip6->saddr, 16);
-		__builtin_memcpy(reply ? fk.caddr : fk.saddr, &ip6->daddr, 16);
 	}
-	tcp = hdr(skb, l4, tcpbuf, sizeof(tcpbuf));
+	tcp = hdr(skb, l4, S->hb.tcp, sizeof(S->hb.tcp));
 	if (!tcp)
-		return;
+		return 0;
 	sport = ((__u16)tcp[0] << 8) | tcp[1];
 	dport = ((__u16)tcp[2] << 8) | tcp[3];
 	/* Only the server side: calls arrive to its port, replies leave from it.
 	 * (On lo both hooks see every packet; each direction is decoded once.) */
 	if (reply ? (sport != port && (!mport || sport != mport)) : (dport != port && (!mport || dport != mport)))
-		return;
+		return 0;
 	seq = ((__u32)tcp[4] << 24) | ((__u32)tcp[5] << 16) | ((__u32)tcp[6] << 8) | tcp[7];
 	poff = l4 + (tcp[12] >> 4) * 4;
 	if (end > skb->len)
 		end = skb->len;
 	plen = end > poff ? end - poff : 0;
-	fk.cport = reply ? dport : sport;
-	fk.reply = reply;
-	fk.family = family;
-
+	cport = reply ? dport : sport;
+	if (plen == 0 && !(tcp[13] & 0x07))
+		return 0;	/* a pure ACK */
+	/* client and server addresses as two 64-bit words each (IPv4 in the first) */
+	if (ip) {
+		c0 = reply ? ip->daddr : ip->saddr;
+		s0 = reply ? ip->saddr : ip->daddr;
+	} else if (ip6) {
+		__builtin_memcpy(&c0, reply ? &ip6->daddr : &ip6->saddr, 8);
+		__builtin_memcpy(&c1, (__u8 *)(reply ? &ip6->daddr : &ip6->saddr) + 8, 8);
+		__builtin_memcpy(&s0, reply ? &ip6->saddr : &ip6->daddr, 8);
+		__builtin_memcpy(&s1, (__u8 *)(reply ? &ip6->saddr : &ip6->daddr) + 8, 8);
+	}
+	client_hash(S, c0, c1, cport, family);
+	ft = mix64(S->ch ^ s0 * 0x9e3779b97f4a7c15ULL ^ s1 * 0xc2b2ae3d27d4eb4fULL ^ reply);
+	ft = ft ? ft : 1;
+	fi = flow_find(ft);
+	if (fi >= 0) {
+		k = fi;
+		f = bpf_map_lookup_elem(&flows, &k);
+	}
 	if (plen == 0) {
 		if (tcp[13] & 0x02) {	/* SYN: the first record starts right after it */
-			bpf_map_update_elem(&flows, &fk, &zero_flow, BPF_ANY);
-			st = bpf_map_lookup_elem(&flows, &fk);
-			if (st)
-				st->next = seq + 1;
-		} else if (tcp[13] & 0x05) {	/* FIN, RST */
-			bpf_map_delete_elem(&flows, &fk);
+			if (f)
+				f->next = seq + 1;
+			else
+				nfsw_flow_new(ft, seq + 1, flow_seen());
+		} else if (f) {	/* FIN, RST */
+			__sync_val_compare_and_swap(&f->tag, ft, 0);
 		}
-		return;
+		return 0;
 	}
-	st = bpf_map_lookup_elem(&flows, &fk);
-	if (st) {
-		next = st->next;
-		cont = st->cont;
+	if (f) {
+		next = f->next;
+		cont = f->bits & FL_CONT;
 	} else {
 		next = seq;
 		cont = 0;
 	}
 	/* the record mark we wait for lies before this segment (we missed data), or
 	 * far ahead (we decoded garbage): resynchronise on a plausible record start */
-	if (!st || (__s32)(next - seq) < 0 || (next - seq) > MAX_RECORD + plen) {
+	if (!f || (__s32)(next - seq) < 0 || (next - seq) > MAX_RECORD + plen) {
 		if (!looks_like_record(skb, poff, plen, reply))
-			return;
-		if (st)
+			return 0;
+		if (f)
 			stat(ST_RESYNC);
 		next = seq;
 		cont = 0;
 	}
 	S->now = 0;
-	__builtin_memcpy(S->xk.addr, fk.caddr, 16);
-	S->xk.port = fk.cport;
+	S->pre_len = 0;
+	__builtin_memcpy(S->xk.addr, &c0, 8);
+	__builtin_memcpy(S->xk.addr + 8, &c1, 8);
+	S->xk.port = cport;
 	S->xk.family = family;
 	S->xk.pad = 0;
-	S->mount_port = mport && (reply ? sport : dport) == mport;
-	if (st && st->have) {	/* the rest of a cut head starts this segment */
-		__u32 have = st->have - 1, rest = st->flen - have;
+	S->stale_ns = stale_ms * 1000000ULL;
+	h = f && (f->bits & FL_STASH) ? bpf_map_lookup_elem(&flow_heads, &k) : NULL;
+	/* the rest of a cut head starts this segment; a segment before it seen again
+	 * (on a bridge after its port) leaves the head waiting for it */
+	if (h && (__s32)(seq - h->part) >= 0) {
+		f->bits &= ~FL_STASH;
+		if (h->part == seq && h->have < HEAD_STASH && h->flen - h->have <= MAX_RECORD) {
+			__u32 rest = h->flen - h->have;
 
-		st->have = 0;	/* have - 1 bytes are kept; 0: none */
-		if (st->part == seq && have < HEAD_STASH && rest <= MAX_RECORD) {
-			__builtin_memcpy(S->buf, st->head, HEAD_STASH);
-			nfsw_joined(skb, poff, have, rest < plen ? rest : plen, reply);
+			__builtin_memcpy(S->buf, h->head, HEAD_STASH);
+			nfsw_joined(skb, poff, h->have, rest < plen ? rest : plen, reply);
 		} else {
 			stat(ST_PARTIAL);	/* lost or reordered segment: that record is not decoded */
 		}
 	}
+	S->next = next;
+	S->cont = cont;
+	S->seq = seq;
+	S->poff = poff;
+	S->plen = plen;
+	S->fidx = f ? fi : -1;
 	for (i = 0; i < MAX_REC_PER_SKB; i++) {
-		__u32 d = next - seq, mark, flen;
-
-		if (d >= plen)
+		r = nfsw_step(skb, reply);
+		if (r == STEP_END)
 			break;
-		if (d + 4 > plen) {	/* the mark itself straddles segments */
-			stat(ST_PARTIAL);
+		if (r == STEP_LOST)
 			goto lost;
-		}
-		__s64 m = nfsw_mark(skb, poff + d);
-
-		if (m < 0)
-			return;
-		mark = m;
-		flen = mark & 0x7fffffff;
-		if (flen < 4 || flen > MAX_RECORD) {
-			stat(ST_DESYNC);
-			goto lost;
-		}
-		if (!cont) {
-			__u32 avail = plen - d - 4;
-			__u64 a = avail;
-
-			if (avail < flen && avail < HEAD_STASH && st) {
-				/* the head goes on in the next segment: keep it */
-				CLAMP(a, HEAD_STASH - 1);
-				if (a && bpf_skb_load_bytes(skb, poff + d + 4, st->head, a))
-					return;
-				st->have = a + 1;
-				st->part = seq + plen;
-				st->flen = flen;
-			} else {
-				nfsw_record(skb, poff + d + 4, avail < flen ? avail : flen, reply);
-			}
-		}
-		cont = !(mark >> 31);
-		next += 4 + flen;
+		if (r != STEP_NEXT)
+			return 0;
 	}
+	next = S->next;
+	cont = S->cont;
 	if (i == MAX_REC_PER_SKB && next - seq < plen)
 		stat(ST_PARTIAL);	/* the rest of this skb is not decoded; resync later */
-	/* in place: no map update (and no LRU list operation) per packet */
-	if (st) {
-		st->next = next;
-		st->cont = cont;
+	if (f) {	/* in place: one cache line, no map update */
+		f->next = next;
+		f->bits = flow_seen() | (f->bits & FL_STASH) | cont;
 	} else {
-		bpf_map_update_elem(&flows, &fk, &zero_flow, BPF_ANY);
-		st = bpf_map_lookup_elem(&flows, &fk);
-		if (st) {
-			st->next = next;
-			st->cont = cont;
-		}
+		nfsw_flow_new(ft, next, flow_seen() | cont);
 	}
-	return;
+	return 0;
 lost:
-	if (st)
-		bpf_map_delete_elem(&flows, &fk);
+	if (f)
+		__sync_val_compare_and_swap(&f->tag, ft, 0);
+	return 0;
 }
 
 SEC("tc")
 int nfswire_ingress(struct __sk_buff *skb)
 {
-	handle(skb, 0);
+	nfsw_packet(skb, 0);
 	return TC_ACT_UNSPEC;
 }
 
 SEC("tc")
 int nfswire_egress(struct __sk_buff *skb)
 {
-	handle(skb, 1);
+	nfsw_packet(skb, 1);
 	return TC_ACT_UNSPEC;
 }

@@ -24,16 +24,20 @@ struct nfsw_config {
 	__u16 port;		/* NFS port, 0 = 2049 */
 	__u16 mount_port;	/* MOUNT v3 port to decode for root handles, 0 = none */
 	__u32 flags;
+	__u32 stale_ms;		/* a call unanswered this long is stale, 0 = NFSW_STALE_MS */
+	__u32 pad;
 };
 
-/* Aggregation key: client x proto x op x file. */
+#define NFSW_STALE_MS 60000
+
+/* Aggregation key: client x proto x op x file (x CPU). */
 struct nfsw_key {
 	__u8 addr[16];		/* IPv4 in the first 4 bytes when family == 4 */
 	__u64 fh;		/* hash of the file handle (fh_hash) or a sentinel */
 	__u16 op;		/* v3 procedure or v4 operation number */
 	__u8 proto;		/* enum nfsw_proto */
 	__u8 family;		/* 4 or 6 */
-	__u32 pad;
+	__u32 cpu;		/* each CPU adds to its own row: user space sums them */
 };
 
 struct nfsw_val {
@@ -46,10 +50,12 @@ struct nfsw_val {
 };
 
 /* Informational counters (array, cumulative); index names in probe.py STATS. */
-#define NFSW_STATS_N 12
+#define NFSW_STATS_N 14
 enum {
 	ST_RECORDS, ST_CALLS, ST_REPLIES, ST_UNMATCHED, ST_PARTIAL, ST_DESYNC,
 	ST_RESYNC, ST_BIND_LOST, ST_GSS_PRIV, ST_UNPARSED, ST_DIR_LOST, ST_NOT_RPC,
+	ST_OVERWRITTEN,	/* a call's slot taken by another call before its reply came */
+	ST_EXPIRED,	/* a call unanswered for stale_ms, its slot taken by another */
 };
 
 /* A name binding: child handle = parent handle + "/" + name. */

@@ -85,7 +85,7 @@ def fh_hash(data: bytes, seed: int = 0) -> int:
 
 class Key(ctypes.Structure):
     _fields_ = [("addr", ctypes.c_uint8 * 16), ("fh", ctypes.c_uint64), ("op", ctypes.c_uint16),
-                ("proto", ctypes.c_uint8), ("family", ctypes.c_uint8), ("pad", ctypes.c_uint32)]
+                ("proto", ctypes.c_uint8), ("family", ctypes.c_uint8), ("cpu", ctypes.c_uint32)]
 
 
 Val = HistVal  # nfswire.bpf.h's val
@@ -110,11 +110,12 @@ class Fh(ctypes.Structure):
 
 
 class Config(ctypes.Structure):
-    _fields_ = [("port", ctypes.c_uint16), ("mount_port", ctypes.c_uint16), ("flags", ctypes.c_uint32)]
+    _fields_ = [("port", ctypes.c_uint16), ("mount_port", ctypes.c_uint16), ("flags", ctypes.c_uint32),
+                ("stale_ms", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
 
 
 STATS = ("records", "calls", "replies", "unmatched", "partial", "desync", "resync", "bind_lost",
-         "gss_privacy", "unparsed", "dir_lost", "not_rpc")
+         "gss_privacy", "unparsed", "dir_lost", "not_rpc", "overwritten", "expired")
 
 
 # ---------------------------------------------------------------- XDR

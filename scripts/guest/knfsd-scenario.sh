@@ -17,8 +17,9 @@
 #
 # Optional, for probe tests: LOUPE_BACKGROUND, a shell command started before the
 # clients (output in OUT_DIR/background.log), given LOUPE_BACKGROUND_WARMUP seconds
-# (default 3) to start and LOUPE_BACKGROUND_SETTLE seconds (default 3) after fio
-# ends, then stopped with SIGTERM; its exit status goes to OUT_DIR/background.rc.
+# (default 3) to start, or, with LOUPE_BACKGROUND_READY, until it creates that
+# file (at most the warm-up), and LOUPE_BACKGROUND_SETTLE seconds (default 3) after
+# fio ends, then stopped with SIGTERM; its exit status goes to OUT_DIR/background.rc.
 set -eu
 out=$1; shift
 [ "$#" -ge 1 ] || { echo "usage: $0 OUT_DIR name:version:size:bs..." >&2; exit 64; }
@@ -44,7 +45,15 @@ if [ -n "${LOUPE_BACKGROUND:-}" ]; then
     sh -c "$LOUPE_BACKGROUND" > "$out/background.log" 2>&1 &
     bg_pid=$!
     say "background command started, pid $bg_pid"
-    sleep "${LOUPE_BACKGROUND_WARMUP:-3}"
+    if [ -n "${LOUPE_BACKGROUND_READY:-}" ]; then
+        n=0; w=${LOUPE_BACKGROUND_WARMUP:-3}; w=${w%.*}
+        while [ ! -e "$LOUPE_BACKGROUND_READY" ] && kill -0 "$bg_pid" 2>/dev/null && [ "$n" -lt "$w" ]; do
+            sleep 1; n=$((n + 1))
+        done
+        say "background command ready after $n s: $(ls "$LOUPE_BACKGROUND_READY" 2>&1)"
+    else
+        sleep "${LOUPE_BACKGROUND_WARMUP:-3}"
+    fi
 fi
 
 cat /proc/net/rpc/nfsd > "$out/nfsd-before.txt"

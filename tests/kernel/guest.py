@@ -78,13 +78,16 @@ class Scenario:
 
 
 def knfsd_scenario(*, clients: tuple[Client, ...] = DEFAULT_CLIENTS, background: str | None = None,
-                   warmup: float = 3, settle: float = 3, before: str = "", after: str = "",
-                   job_dir: Path | None = None, image: Path | None = None, timeout: float = 600) -> Scenario:
+                   warmup: float = 3, ready: str | None = None, settle: float = 3, before: str = "",
+                   after: str = "", job_dir: Path | None = None, image: Path | None = None,
+                   timeout: float = 600) -> Scenario:
     """Boot the guest and run scripts/guest/knfsd-scenario.sh in it.
 
     ``background``: a shell command (e.g. the Loupe agent pointed at
-    ``http://10.0.2.2:PORT``) started before the clients, given ``warmup`` seconds,
-    and stopped with SIGTERM ``settle`` seconds after the last client finished.
+    ``http://10.0.2.2:PORT``) started before the clients, given ``warmup`` seconds
+    (or, with ``ready``, a path in the guest, until it creates that file, within
+    ``warmup``), and stopped with SIGTERM ``settle`` seconds after the last client
+    finished.
     ``before``/``after``: shell run before/after the scenario (their failures are
     the caller's to check, through files they write to /job). Does not raise when
     the scenario fails: look at ``.ok`` and ``.run.console``.
@@ -93,6 +96,8 @@ def knfsd_scenario(*, clients: tuple[Client, ...] = DEFAULT_CLIENTS, background:
     if background:
         env = (f"export LOUPE_BACKGROUND={shlex.quote(background)} LOUPE_BACKGROUND_WARMUP={warmup} "
                f"LOUPE_BACKGROUND_SETTLE={settle}\n")
+        if ready:
+            env += f"export LOUPE_BACKGROUND_READY={shlex.quote(ready)}\n"
     specs = " ".join(shlex.quote(c.spec()) for c in clients)
     script = (f"{before}\n{env}sh /repo/scripts/guest/knfsd-scenario.sh /job {specs}\nrc=$?\n"
               f"{after}\nexit $rc\n")
@@ -116,6 +121,25 @@ def knfsd_scenario(*, clients: tuple[Client, ...] = DEFAULT_CLIENTS, background:
 def fio_bytes(fio: dict) -> dict[str, int]:
     """Bytes fio moved per direction, over all its jobs: {'read': n, 'write': n}."""
     return {d: sum(int(j[d]["io_bytes"]) for j in fio["jobs"]) for d in ("read", "write")}
+
+
+def fio_ios(fio: dict) -> dict[str, int]:
+    """I/Os fio did per direction (each one NFS READ or WRITE), over all its jobs."""
+    return {d: sum(int(j[d]["total_ios"]) for j in fio["jobs"]) for d in ("read", "write")}
+
+
+def nfsd_ops(text: str) -> dict[str, dict[str, int]]:
+    """Every procedure (proc3) and NFSv4 operation (proc4ops) knfsd counted, by
+    name, from /proc/net/rpc/nfsd: {'v3': {...}, 'v4': {...}}."""
+    from loupe_probes.nfswire.wire import V3_PROCS, V4_OPS
+
+    out: dict[str, dict[str, int]] = {"v3": {}, "v4": {}}
+    for f in map(str.split, text.splitlines()):
+        if f and f[0] == "proc3":
+            out["v3"] = {V3_PROCS[i]: int(n) for i, n in enumerate(f[2:]) if i < len(V3_PROCS)}
+        elif f and f[0] == "proc4ops":
+            out["v4"] = {V4_OPS.get(i, f"op{i}"): int(n) for i, n in enumerate(f[2:])}
+    return out
 
 
 NFS3_PROCS = {"read": 6, "write": 7}  # RFC 1813 procedure numbers

@@ -19,7 +19,6 @@ import guest
 import pytest
 from loupe.catalog import SIZE
 from loupe_probes.bpf.testing import build_objects
-from loupe_probes.nfswire.wire import V3_PROCS, V4_OPS
 
 pytestmark = pytest.mark.kernel
 
@@ -128,21 +127,6 @@ def server_path(sc, client) -> str:
     return "/".join(p for p in (export.split(":", 1)[1].rstrip("/"), rel, opts["filename"]) if p)
 
 
-def fio_ios(fio: dict) -> dict[str, int]:
-    return {d: sum(int(j[d]["total_ios"]) for j in fio["jobs"]) for d in ("read", "write")}
-
-
-def nfsd_ops(text: str) -> dict[str, dict[str, int]]:
-    """Every procedure (proc3) and NFSv4 operation (proc4ops) knfsd counted, by name."""
-    out: dict[str, dict[str, int]] = {"v3": {}, "v4": {}}
-    for f in map(str.split, text.splitlines()):
-        if f and f[0] == "proc3":
-            out["v3"] = {V3_PROCS[i]: int(n) for i, n in enumerate(f[2:]) if i < len(V3_PROCS)}
-        elif f and f[0] == "proc4ops":
-            out["v4"] = {V4_OPS.get(i, f"op{i}"): int(n) for i, n in enumerate(f[2:])}
-    return out
-
-
 def test_probe_active_in_the_guest_with_its_optional_program(run):
     """Active while the clients ran, with every optional program (fexit/d_move)
     attached: the stock kernel has BPF trampolines; no update refused for a full map."""
@@ -160,7 +144,7 @@ def test_bytes_and_ops_per_client_match_fio(run):
     assert got == expect, f"nfs.bytes by client {got}, fio moved {expect}; agent log:\n{sc.agent_log}"
     for c in sc.clients:
         ip = guest.client_addr(sc.clients, c.name)
-        ios, moved = fio_ios(sc.fio[c.name]), guest.fio_bytes(sc.fio[c.name])
+        ios, moved = guest.fio_ios(sc.fio[c.name]), guest.fio_bytes(sc.fio[c.name])
         ops = series(sc.server, "nfs.ops", "op", f"client={ip}")
         assert {op: ops.get(op, 0) for op in ("read", "write")} == ios, (c, ops)
         by_op = series(sc.server, "nfs.bytes", "op", f"client={ip}")
@@ -181,7 +165,7 @@ def test_file_and_share_are_fios_file_under_the_export(run):
         files = series(sc.server, "nfs.bytes", "file", f"client={ip}")
         assert files == {path: sum(guest.fio_bytes(sc.fio[c.name]).values())}, (c, files)
         ops = series(sc.server, "nfs.ops", "op", f"client={ip}", f"file={path}")
-        assert {op: ops.get(op, 0) for op in ("read", "write")} == fio_ios(sc.fio[c.name]), (c, ops)
+        assert {op: ops.get(op, 0) for op in ("read", "write")} == guest.fio_ios(sc.fio[c.name]), (c, ops)
         shares = series(sc.server, "nfs.bytes", "share", f"client={ip}")
         assert shares == {export: sum(guest.fio_bytes(sc.fio[c.name]).values())}, (c, shares)
 
@@ -192,7 +176,7 @@ def test_every_procedure_and_v4_operation_matches_knfsd(run):
     sc = run
     settled(sc.server, {guest.client_addr(sc.clients, c.name): sum(guest.fio_bytes(sc.fio[c.name]).values())
                         for c in sc.clients})
-    before, after = nfsd_ops(sc.nfsd_before), nfsd_ops(sc.nfsd_after)
+    before, after = guest.nfsd_ops(sc.nfsd_before), guest.nfsd_ops(sc.nfsd_after)
     for c in sc.clients:
         ip = guest.client_addr(sc.clients, c.name)
         key = "v3" if c.version == "3" else "v4"
@@ -200,7 +184,7 @@ def test_every_procedure_and_v4_operation_matches_knfsd(run):
         got = series(sc.server, "nfs.ops", "op", f"client={ip}", f"proto=v{c.version}")
         if key == "v4":
             want.pop("null", None)  # NULL is not a COMPOUND op; knfsd counts it under proc4
-            assert want.get("sequence", 0) >= sum(fio_ios(sc.fio[c.name]).values())
+            assert want.get("sequence", 0) >= sum(guest.fio_ios(sc.fio[c.name]).values())
         assert got == want, f"{c.name}: probe {got}\nknfsd {want}"
 
 
@@ -212,7 +196,7 @@ def test_latency_and_size_histograms(run):
     for c in sc.clients:
         ip = guest.client_addr(sc.clients, c.name)
         where = [f"host={GUEST_HOST}", f"client={ip}", "op=write"]
-        ios = fio_ios(sc.fio[c.name])["write"]
+        ios = guest.fio_ios(sc.fio[c.name])["write"]
         for dim in ("latency", "size", "offset"):
             hm = sc.server.get("/api/v1/heatmap", metric="nfs.ops", dim=dim, where=where, step=1,
                                start=str(now - 1800), end=str(now + 300))

@@ -1,0 +1,301 @@
+"""The decoder's pending-call and flow tables, on crafted packets run through its
+programs in this kernel (BPF_PROG_TEST_RUN: real programs, no interface): a call
+whose slot is taken before its reply is counted (overwritten, or expired once
+stale), a retransmitted call keeps one slot, the same XID from two clients stays
+apart, a COMPOUND longer than a slot keeps every op, a head longer than the
+first copy is read on, a reply to a call that is
+no NFS op (NFSACL) is matched but not counted, and a cut record head survives its
+segment being seen twice (bridge port, then bridge)."""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from loupe.lab.nfs3 import GETATTR, NFS_PROG, call_body, opaque, record
+from loupe_probes.bpf.testing import require_bpf
+
+OBJ = Path(__file__).resolve().parents[1] / "nfswire.bpf.o"
+SERVER = bytes([10, 9, 0, 1])
+FH = bytes(range(28))
+BUCKETS = 8192  # PEND_BUCKETS: XIDs this far apart share a bucket (of 4 slots)
+FATTR3 = struct.pack(">IIIIIQQIIQQIIIIII", 1, 0o644, 1, 0, 0, 512, 512, 0, 0, 1, 7, 0, 0, 0, 0, 0, 0)
+ACCEPTED = struct.pack(">IIIII", 1, 0, 0, 0, 0)  # REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS
+
+
+def frame(src: bytes, dst: bytes, sport: int, dport: int, seq: int, payload: bytes, flags: int = 0x18) -> bytes:
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, 1, 5 << 4, flags, 65535, 0, 0)
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+    return b"\x02\0\0\0\0\x01\x02\0\0\0\0\x02\x08\x00" + ip + tcp + payload
+
+
+def getattr_call(xid: int) -> bytes:
+    return record(xid, call_body(NFS_PROG, 3, GETATTR, opaque(FH)))
+
+
+def getattr_reply(xid: int) -> bytes:
+    return record(xid, ACCEPTED + struct.pack(">I", 0) + FATTR3)
+
+
+class Decoder:
+    """The decoder's object loaded (not attached); its counters and rows read back."""
+
+    def __init__(self, **config) -> None:
+        from loupe_probes.bpf.libbpf import BpfObject
+        from loupe_probes.nfswire.wire import Config
+
+        self.obj = BpfObject(OBJ)
+        self.obj.map("settings").update(b"\0\0\0\0", bytes(Config(port=2049, **config)))
+
+    def stats(self) -> dict[str, int]:
+        from loupe_probes.bpf.probe import sum_percpu
+        from loupe_probes.nfswire.wire import STATS
+
+        m = self.obj.map("wire")
+        return dict(zip(STATS, struct.unpack(f"<{len(STATS)}Q", sum_percpu(m, m.lookup(b"\0\0\0\0")))))
+
+    def ops(self) -> Counter:
+        """(client, proto, op, fh) -> ops counted, over every CPU's rows."""
+        from loupe_probes.nfswire.wire import Key, Val, client_addr, op_name, proto_name
+
+        out: Counter = Counter()
+        for kb, vb in self.obj.map("counts").items():
+            k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
+            out[(client_addr(k.family, bytes(k.addr)), proto_name(k.proto), op_name(k.proto, k.op), k.fh)] += v.count
+        return out
+
+    def close(self) -> None:
+        self.obj.close()
+
+
+class Conn:
+    """One TCP connection to port 2049: calls in at ingress, replies out at egress,
+    sequence numbers advancing as on the wire."""
+
+    def __init__(self, dec: Decoder, client: str = "10.9.0.11", port: int = 800) -> None:
+        self.dec, self.client, self.port = dec, bytes(map(int, client.split("."))), port
+        self.cseq, self.sseq = 1000, 5000
+        self.send("nfswire_ingress", self.client, SERVER, port, 2049, self.cseq - 1, b"", 0x02)  # SYN
+        self.send("nfswire_egress", SERVER, self.client, 2049, port, self.sseq - 1, b"", 0x12)  # SYN-ACK
+
+    def send(self, prog: str, *frame_args) -> None:
+        self.dec.obj.test_run(prog, frame(*frame_args))
+
+    def calls(self, payload: bytes, seq: int | None = None) -> None:
+        """One segment of call records (at ``seq``: again, as a second interface sees it)."""
+        self.send("nfswire_ingress", self.client, SERVER, self.port, 2049, self.cseq if seq is None else seq, payload)
+        if seq is None:
+            self.cseq += len(payload)
+
+    def replies(self, payload: bytes) -> None:
+        self.send("nfswire_egress", SERVER, self.client, 2049, self.port, self.sseq, payload)
+        self.sseq += len(payload)
+
+
+@pytest.fixture
+def dec():
+    require_bpf(OBJ)
+    d = Decoder()
+    yield d
+    d.close()
+
+
+def getattrs(dec: Decoder) -> dict[str, int]:
+    out: Counter = Counter()
+    for (client, _proto, op, _fh), n in dec.ops().items():
+        if op == "getattr":
+            out[client] += n
+    return dict(out)
+
+
+def test_a_call_finding_its_bucket_full_takes_the_oldest_slot_and_counts_it(dec):
+    c, x = Conn(dec), 7
+    for k in range(5):  # five calls in flight, one bucket of four slots
+        c.calls(getattr_call(x + k * BUCKETS))
+    s = dec.stats()
+    assert (s["calls"], s["overwritten"], s["expired"]) == (5, 1, 0), s
+    c.replies(getattr_reply(x))  # the oldest: its slot went to the fifth call
+    assert (dec.stats()["unmatched"], dec.stats()["replies"]) == (1, 0)
+    c.replies(b"".join(getattr_reply(x + k * BUCKETS) for k in range(1, 5)))
+    s = dec.stats()
+    assert (s["replies"], s["unmatched"]) == (4, 1), s
+    assert getattrs(dec) == {"10.9.0.11": 4}
+
+
+@pytest.mark.parametrize("order", ["big", "little"])
+def test_many_calls_in_flight_with_consecutive_xids_take_a_slot_each(dec, order):
+    """A client's XIDs count up in the wire's byte order (libnfs) or in its own
+    (Linux, x86: the first byte on the wire changes): 64 calls in flight either
+    way, none overwritten."""
+    c = Conn(dec)
+    xids = [int.from_bytes((0x12345600 + i).to_bytes(4, order), "big") for i in range(64)]
+    for i in range(0, 64, 16):  # a test run takes up to a page
+        c.calls(b"".join(getattr_call(x) for x in xids[i:i + 16]))
+    for i in range(0, 64, 16):
+        c.replies(b"".join(getattr_reply(x) for x in xids[i:i + 16]))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["overwritten"]) == (64, 64, 0, 0), s
+
+
+def test_a_call_unanswered_past_stale_ms_is_counted_expired_when_its_slot_is_taken():
+    require_bpf(OBJ)
+    dec = Decoder(stale_ms=1)
+    try:
+        c, x = Conn(dec), 11
+        for k in range(4):
+            c.calls(getattr_call(x + k * BUCKETS))
+        time.sleep(0.02)
+        c.calls(getattr_call(x + 4 * BUCKETS))
+        s = dec.stats()
+        assert (s["overwritten"], s["expired"]) == (0, 1), s
+        c.replies(b"".join(getattr_reply(x + k * BUCKETS) for k in range(5)))
+        s = dec.stats()
+        assert (s["replies"], s["unmatched"]) == (4, 1), s
+    finally:
+        dec.close()
+
+
+def test_a_retransmitted_call_keeps_one_slot(dec):
+    c = Conn(dec)
+    c.calls(getattr_call(42))
+    c.calls(getattr_call(42))  # the client sent it again: still one call pending
+    c.calls(b"".join(getattr_call(42 + k * BUCKETS) for k in range(1, 4)))  # the bucket's other three slots
+    s = dec.stats()
+    assert (s["calls"], s["overwritten"], s["expired"]) == (5, 0, 0), s
+    c.replies(getattr_reply(42))
+    c.replies(getattr_reply(42))  # the server answered both: the second finds no call
+    c.replies(b"".join(getattr_reply(42 + k * BUCKETS) for k in range(1, 4)))
+    s = dec.stats()
+    assert (s["replies"], s["unmatched"]) == (4, 1), s
+    assert getattrs(dec) == {"10.9.0.11": 4}
+
+
+def test_the_same_xid_from_two_clients_and_two_ports_stays_apart(dec):
+    conns = [Conn(dec, "10.9.0.11", 800), Conn(dec, "10.9.0.12", 800), Conn(dec, "10.9.0.11", 801)]
+    for i, c in enumerate(conns):
+        c.calls(b"".join(getattr_call(500 + k) for k in range(i + 1)))
+    for c in reversed(conns):
+        c.replies(b"".join(getattr_reply(500 + k) for k in reversed(range(conns.index(c) + 1))))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["overwritten"]) == (6, 6, 0, 0), s
+    assert getattrs(dec) == {"10.9.0.11": 4, "10.9.0.12": 2}
+
+
+def test_a_reply_to_a_call_that_is_no_nfs_op_is_matched_and_not_counted(dec):
+    """NFSACL (which the Linux NFSv3 client probes on port 2049) and an RPCSEC_GSS
+    context call: their replies are no unmatched replies, and count no op."""
+    gss_init = struct.pack(">II", 6, 20) + struct.pack(">IIIII", 1, 1, 0, 1, 0) + struct.pack(">II", 0, 0)
+    c = Conn(dec)
+    c.calls(record(60, call_body(100227, 3, 0, b"")) + record(61, call_body(100227, 3, 1, opaque(FH))))
+    c.calls(record(62, struct.pack(">IIIII", 0, 2, NFS_PROG, 3, 0) + gss_init))
+    c.replies(record(60, ACCEPTED) + record(61, ACCEPTED + b"\0" * 16) + record(62, ACCEPTED + b"\0" * 8))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["not_rpc"]) == (0, 0, 0, 0), s
+    assert dec.ops() == Counter()
+
+
+# NFSv4.1 operations (RFC 8881) and their arguments / results
+SEQUENCE, PUTFH, GETATTR4, ACCESS, SAVEFH, RESTOREFH, GETFH = 53, 22, 9, 3, 32, 31, 10
+ARGS = {SEQUENCE: b"s" * 16 + struct.pack(">IIII", 1, 0, 0, 0),
+        GETATTR4: struct.pack(">II", 1, 0x10), ACCESS: struct.pack(">I", 0x1F), SAVEFH: b"", RESTOREFH: b"",
+        GETFH: b""}
+RESULTS = {SEQUENCE: b"s" * 16 + struct.pack(">IIIII", 1, 0, 0, 0, 0), PUTFH: b"",
+           GETATTR4: struct.pack(">II", 1, 0x10) + opaque(b"\0" * 8), ACCESS: struct.pack(">II", 0x1F, 0x1F),
+           SAVEFH: b"", RESTOREFH: b""}
+
+
+def compound_call(xid: int, ops: list[int], fh: bytes) -> bytes:
+    args = opaque(b"") + struct.pack(">II", 1, len(ops)) + b"".join(
+        struct.pack(">I", op) + (opaque(fh) if op == PUTFH else ARGS[op]) for op in ops)
+    return record(xid, call_body(NFS_PROG, 4, 1, args))
+
+
+def compound_reply(xid: int, ops: list[int], fh: bytes) -> bytes:
+    res = struct.pack(">I", 0) + opaque(b"") + struct.pack(">I", len(ops)) + b"".join(
+        struct.pack(">II", op, 0) + (opaque(fh) if op == GETFH else RESULTS[op]) for op in ops)
+    return record(xid, ACCEPTED + res)
+
+
+def test_compounds_longer_than_a_slot_keep_every_op_and_its_file(dec):
+    from loupe_probes.nfswire.wire import fh_hash
+
+    names = {SEQUENCE: "sequence", PUTFH: "putfh", GETATTR4: "getattr", ACCESS: "access", SAVEFH: "savefh",
+             RESTOREFH: "restorefh", GETFH: "getfh"}
+    # 14 and 12 ops: past a slot's first line (1), its second (8), into its extension;
+    # both calls first, so that each reply must find its own call's ops in the table
+    longer = [SEQUENCE, PUTFH, GETATTR4, ACCESS, SAVEFH, RESTOREFH, GETFH, SAVEFH, RESTOREFH, GETATTR4, ACCESS,
+              GETFH, SAVEFH, RESTOREFH]
+    other = [SEQUENCE, PUTFH, SAVEFH, RESTOREFH, SAVEFH, RESTOREFH, SAVEFH, RESTOREFH, GETFH, GETFH, ACCESS, ACCESS]
+    c = Conn(dec)
+    c.calls(compound_call(900, longer, FH))
+    c.calls(compound_call(901, other, FH[::-1]))
+    c.replies(compound_reply(900, longer, FH))
+    c.replies(compound_reply(901, other, FH[::-1]))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["unparsed"]) == (2, 2, 0, 0), s
+    want: Counter = Counter()
+    for ops, fh in ((longer, FH), (other, FH[::-1])):
+        for op in ops:
+            want[("10.9.0.11", "v4.1", names[op], 0 if op == SEQUENCE else fh_hash(fh))] += 1
+    assert dec.ops() == want
+
+
+def test_the_same_xid_from_clients_sharing_a_bucket_stays_apart(dec):
+    """Enough clients that some share a bucket for one XID (about 5 pairs among
+    300 in 8192 buckets): each reply still takes its own client's call."""
+    from loupe_probes.nfswire.wire import fh_hash
+
+    clients = [f"10.9.{1 + i // 200}.{1 + i % 200}" for i in range(300)]
+    conns = [Conn(dec, ip) for ip in clients]
+    for i, c in enumerate(conns):
+        c.calls(record(4242, call_body(NFS_PROG, 3, GETATTR, opaque(i.to_bytes(4, "big") * 4))))
+    for c in conns:
+        c.replies(getattr_reply(4242))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["overwritten"]) == (300, 300, 0, 0), s
+    want = {(ip, "v3", "getattr", fh_hash(i.to_bytes(4, "big") * 4)): 1 for i, ip in enumerate(clients)}
+    assert dict(dec.ops()) == want
+
+
+def long_cred_call(xid: int, vers: int, proc: int, args: bytes) -> bytes:
+    """A call whose AUTH_SYS credential (a 200-byte machine name, 16 groups) ends
+    past the first 256 bytes the decoder copies of a record."""
+    body = struct.pack(">I", 0) + opaque(b"m" * 200) + struct.pack(">III", 0, 0, 16) + struct.pack(">16I", *range(16))
+    return record(xid, struct.pack(">IIIII", 0, 2, NFS_PROG, vers, proc) + struct.pack(">I", 1) + opaque(body)
+                  + struct.pack(">II", 0, 0) + args)
+
+
+def test_a_head_past_the_first_copy_is_decoded(dec):
+    from loupe_probes.nfswire.wire import fh_hash
+
+    ops = [SEQUENCE, PUTFH, GETATTR4, ACCESS]
+    compound = opaque(b"") + struct.pack(">II", 1, len(ops)) + b"".join(
+        struct.pack(">I", op) + (opaque(FH) if op == PUTFH else ARGS[op]) for op in ops)
+    c = Conn(dec)
+    c.calls(long_cred_call(300, 3, GETATTR, opaque(FH)) + long_cred_call(301, 4, 1, compound))
+    c.replies(getattr_reply(300) + compound_reply(301, ops, FH))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["unparsed"]) == (2, 2, 0, 0), s
+    assert dec.ops() == Counter({("10.9.0.11", "v3", "getattr", fh_hash(FH)): 1,
+                                 ("10.9.0.11", "v4.1", "sequence", 0): 1,
+                                 **{("10.9.0.11", "v4.1", op, fh_hash(FH)): 1 for op in ("putfh", "getattr", "access")}})
+
+
+def test_a_cut_head_survives_its_segment_seen_again_on_a_second_interface(dec):
+    c = Conn(dec)
+    first, second = getattr_call(77), getattr_call(78)
+    cut = len(first) + 40  # the second call's head ends 40 bytes into it
+    seg1, seg2 = (first + second)[:cut], (first + second)[cut:]
+    start = c.cseq
+    c.calls(seg1)
+    c.calls(seg1, seq=start)  # the same segment on the bridge, after its port
+    c.calls(seg2)
+    c.calls(seg2, seq=start + len(seg1))
+    s = dec.stats()
+    assert (s["calls"], s["partial"], s["desync"]) == (2, 0, 0), s
+    c.replies(getattr_reply(77) + getattr_reply(78))
+    assert getattrs(dec) == {"10.9.0.11": 2}
