@@ -17,6 +17,7 @@ from loupe.frame_v3 import decode
 from loupe_probes import registry
 from loupe_probes.agent import Agent, demo_main, main, make_agent, start_in_thread
 from loupe_probes.source import Source, status_entry
+from loupe_probes.synthetic.nas import SyntheticNAS
 
 TOKEN = "s3cret-token"
 
@@ -170,7 +171,7 @@ def test_live_frames_are_authorised_valid_and_in_sequence(backend: Backend, tmp_
             prefix = "synthetic." if hosts == {"demo-nas"} else "procfs."
             assert req.status and all(s.name.startswith(prefix) for s in req.status)
         else:
-            assert len(req.status) == 7
+            assert len(req.status) == 8  # procfs's cpu, disk, net; the demo's five families (net_link too)
         reported.update({s.name: s for s in req.status})
     assert {"procfs.cpu", "procfs.disk", "procfs.net", "synthetic.nfs", "synthetic.net"} <= set(reported)
     assert reported["synthetic.nfs"].demo and not reported["procfs.cpu"].demo
@@ -184,7 +185,7 @@ def test_live_frames_are_authorised_valid_and_in_sequence(backend: Backend, tmp_
     newest = max(f["ts"] for f in frames)
     assert time.time() - 3 < newest + 1 <= time.time()
     assert {f["host"] for f in frames if f["source"].startswith("procfs")} == {"nas1"}
-    assert {f["family"] for f in frames if f["source"] == "synthetic@demo-nas"} == {"nfs", "disk", "cpu", "net"}
+    assert {f["family"] for f in frames if f["source"] == "synthetic@demo-nas"} == set(SyntheticNAS.families)
     assert {f["source"] for f in frames} >= {"procfs.cpu@nas1", "synthetic@demo-nas"}
 
 
@@ -219,7 +220,7 @@ def test_retries_through_503_and_outage_without_loss_or_duplicates(backend: Back
     backend.wait_for(lambda: max(backend.series("synthetic@demo-nas", "nfs")) >= down_until + 1)
     _halt(t, stop)
     assert sum(r["code"] == 503 for r in backend.requests) >= 2  # the 503s were real requests, retried
-    for fam in ("nfs", "disk", "cpu", "net"):
+    for fam in SyntheticNAS.families:
         ts = backend.series("synthetic@demo-nas", fam)
         assert ts == list(range(ts[0], ts[0] + len(ts))), (fam, ts)
     _assert_seq_strictly_increasing(backend.frames)
@@ -236,7 +237,7 @@ def test_refused_frames_are_logged_and_dropped_alone(backend: Backend, caplog) -
     ts = backend.series("synthetic@demo-nas", "nfs")
     assert backend.poison_ts not in ts
     assert sorted(set(range(ts[0], ts[-1] + 1)) - set(ts)) == [backend.poison_ts]  # only that second is lost
-    assert agent.stats["refused"] == 4  # its four families
+    assert agent.stats["refused"] == len(SyntheticNAS.families)  # the poisoned second's frame of each family
     assert any(f"ts {backend.poison_ts} is poisoned" in r.message for r in caplog.records)
 
 
@@ -518,7 +519,7 @@ def test_a_server_without_version_3_gets_json_for_a_while_logged_once(backend: B
     assert not any(r["code"] == 200 and r["arrow"] for r in backend.requests)
     # every frame arrived once, as version 2 JSON, Arrow-encoded ones converted on the way
     assert {f["v"] for f in backend.frames} == {2}
-    for fam in ("nfs", "disk", "cpu", "net"):
+    for fam in SyntheticNAS.families:
         ts = backend.series("synthetic@demo-nas", fam)
         assert ts == list(range(ts[0], ts[0] + len(ts))), (fam, ts)
     assert agent.stats["refused"] == agent.stats["dropped"] == 0
