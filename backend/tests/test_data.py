@@ -76,7 +76,11 @@ def test_deleting_a_hosts_range_with_a_dry_run_first(client):
     assert dry.json()["rows"]["nfs_s_hot"] == 20 and dry.json()["total_rows"] >= 20
     assert ops(client, "nas1", now - 60, now) == 400  # nothing gone yet
     done = client.post("/api/v1/data/delete", json={"host": "nas1", "start": lo, "end": hi}).json()
-    assert done["rows"] == dry.json()["rows"] and done["dry_run"] is False
+    # the seconds are what the dry run said; a coarser tier may have been rolled up in between (the
+    # upkeep loop runs on its own clock), and then those rows go too
+    seconds = {t: n for t, n in dry.json()["rows"].items() if t.endswith(("_s", "_s_hot"))}
+    assert {t: done["rows"].get(t) for t in seconds} == seconds and done["dry_run"] is False
+    assert all(done["rows"][t] >= n for t, n in dry.json()["rows"].items()), (done, dry.json())
     assert ops(client, "nas1", lo, hi) == 0 and ops(client, "nas1", now - 60, now) == 200
     assert ops(client, "nas2", now - 60, now) == 400
     entry = client.get("/api/v1/audit").json()["entries"][0]

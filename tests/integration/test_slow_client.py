@@ -95,6 +95,9 @@ def test_a_client_that_fills_its_link_is_network_bound(nfs_lab, require_lab):
         sent = {x["key"]: x["values"] for x in q["series"]}["out"]
         assert 0.8 * 100 * MBIT <= sum(sent) / len(sent) <= 100 * MBIT, sent
         w = got[light.ip]
-        assert w["verdict"] == "network-bound" and w["link"]["share"] < 0.05, detail
+        # its part of the full direction is small (its own busier direction, its 4 KiB writes in, is far
+        # from the link too: about 860 KB/s on a fast host, so no fixed few per cent)
+        assert w["verdict"] == "network-bound" and w["link"]["client_out_bytes_per_s"] < 0.05 * 100 * MBIT, detail
+        assert w["link"]["share"] < 0.5, detail
         assert any(r["text"].startswith(f"{lab.bridge}, the link it is reached through, carries ")
                    and r["text"].endswith("the link is full") for r in w["reasons"]), detail
