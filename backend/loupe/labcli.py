@@ -305,23 +305,11 @@ def _ganesha(a: argparse.Namespace, argv: list[str], data_dir: Path, names: list
 
 
 def _knfsd_steps(clients: list, names: list[str]) -> list:
-    """The workloads and who runs them: Filecreate only the NFSv3 clients."""
+    """The workloads, each run by every client: an NFSv3 client's fio creates files with CREATE, an
+    NFSv4 client's with OPEN asking to create, which bpf.nfsd counts as open_create."""
     from .lab.knfsd import Step
 
-    steps = []
-    for name in names:
-        w = WORKLOADS[name]
-        mine = [c for c in clients if c.version == "3"] if w.kind == "create" else clients
-        why = "fio's creates are seen on the wire only from NFSv3 clients (an NFSv4 client creates with OPEN)"
-        if not mine:
-            _say(f"{w.title}: skipped: {why}; give --nfs-version 3")
-            continue
-        if len(mine) < len(clients):
-            _say(f"{w.title}: on the NFSv3 clients only: {why}")
-        steps.append(Step(len(steps) + 1, w, mine))
-    if not steps:
-        raise RuntimeError("no workload left to run")
-    return steps
+    return [Step(i, WORKLOADS[name], clients) for i, name in enumerate(names, 1)]
 
 
 def _knfsd(a: argparse.Namespace, argv: list[str], data_dir: Path, names: list[str], s: _Session) -> None:
@@ -390,8 +378,7 @@ def main(argv: list[str]) -> int:
                                     + (f"{w.io // 1024} KiB {w.pattern} {w.kind}s" if w.io else "file creates")
                                     for w in WORKLOADS.values())
                                 + "\n\non knfsd each is an fio job per client: libaio with that many I/Os in flight, "
-                                  "direct=1;\nSync write with sync=dsync, Filecreate with fio's filecreate engine "
-                                  "(NFSv3 clients only)")
+                                  "direct=1;\nSync write with sync=dsync, Filecreate with fio's filecreate engine")
     p.add_argument("--nfs-server", choices=("ganesha", "knfsd"), default="ganesha",
                    help="nfs-ganesha on this host (default), or knfsd in a QEMU guest with kernel clients running fio")
     p.add_argument("--clients", type=int, default=4, help="client namespaces (default 4)")

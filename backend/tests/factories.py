@@ -9,12 +9,12 @@ from loupe.frame import Frame
 NOW = 1_800_000_000 - 1_800_000_000 % 3600  # an hour boundary, so rollup periods are easy to reason about
 
 
-def nfs_frame(ts, rows, *, source="t@h", seq=None, host="nas1"):
+def nfs_frame(ts, rows, *, source="t@h", seq=None, host="nas1", proto="v3"):
     """rows: list of (client, op, file, count, bytes, {latency exp: n})"""
     return Frame(
         source=source, seq=ts if seq is None else seq, ts=ts, family="nfs", host=host,
         rows=[
-            dict(dims=dict(client=c, op=op, proto="v3", share="/export", file=f), count=n, bytes=b,
+            dict(dims=dict(client=c, op=op, proto=proto, share="/export", file=f), count=n, bytes=b,
                  lat_sum=n * 1000, hist={"latency": {str(e): k for e, k in lat.items()}} if lat else {})
             for c, op, f, n, b, lat in rows
         ],

@@ -213,23 +213,27 @@ def test_mark_a_run_import_results_and_get_the_report(client):
     assert client.get(f"/api/v1/runs/{run['id']}").status_code == 404
 
 
-def test_a_file_create_run_is_checked_by_its_creates(client):
-    """Filecreate moves no bytes: the clients' creates are checked against the CREATE calls seen."""
-    now = int(time.time())
-    start = now - 30
+def _creates_run(client, rows, reported, proto="v3"):
+    """A run from 30 s ago to 5 s ago whose seconds 2..21 each carry the nfs rows `rows(i)`, the
+    clients' `reported` results, and its report at 2 %: (run, report)."""
+    start = int(time.time()) - 30
     run = client.post("/api/v1/runs", json={"name": "filecreate", "start": start}).json()
-    frames = [nfs_frame(start + 2 + i, [("10.0.0.5", "create", f"/export/d/f{i}", 40, 0, {17: 40}),
-                                        ("10.0.0.5", "lookup", "/export/d", 40, 0, {}),
-                                        ("10.0.0.6", "create", f"/export/e/f{i}", 40, 0, {17: 40})],
-                        source="nfs@nas1", seq=i) for i in range(20)]
+    frames = [nfs_frame(start + 2 + i, rows(i), source="nfs@nas1", seq=i, proto=proto) for i in range(20)]
     r = client.post("/api/v1/ingest", json={"frames": [f.model_dump() for f in frames]},
                     headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200, r.text
     client.post(f"/api/v1/runs/{run['id']}/stop", json={"end": start + 25})
-    r = client.post(f"/api/v1/runs/{run['id']}/results", json={"format": "simple", "clients": [
-        {"client": "10.0.0.5", "create_ops": 800}, {"client": "10.0.0.6", "create_ops": 1040}]})
+    r = client.post(f"/api/v1/runs/{run['id']}/results", json={"format": "simple", "clients": reported})
     assert r.status_code == 200, r.text
-    rep = client.get(f"/api/v1/runs/{run['id']}/report", params={"tolerance": 2}).json()
+    return run, client.get(f"/api/v1/runs/{run['id']}/report", params={"tolerance": 2}).json()
+
+
+def test_a_file_create_run_is_checked_by_its_creates(client):
+    """Filecreate moves no bytes: the clients' creates are checked against the CREATE calls seen."""
+    run, rep = _creates_run(client, lambda i: [("10.0.0.5", "create", f"/export/d/f{i}", 40, 0, {17: 40}),
+                                               ("10.0.0.5", "lookup", "/export/d", 40, 0, {}),
+                                               ("10.0.0.6", "create", f"/export/e/f{i}", 40, 0, {17: 40})],
+                            [{"client": "10.0.0.5", "create_ops": 800}, {"client": "10.0.0.6", "create_ops": 1040}])
     assert rep["verdict"] == "fail" and rep["failed"] == ["10.0.0.6"]  # 30 % more creates than the wire saw
     c = {x["client"]: x for x in rep["clients"]}
     assert c["10.0.0.5"]["wire"]["create_ops"] == 800 and c["10.0.0.5"]["creates_agreement_pct"] == pytest.approx(100)
@@ -244,6 +248,24 @@ def test_a_file_create_run_is_checked_by_its_creates(client):
     assert (rows["10.0.0.6"]["reported_creates"], rows["10.0.0.6"]["wire_creates"]) == ("1040", "800")
     assert rows["10.0.0.6"]["creates_agreement_pct"] == "76.923"
     assert (rows["(total)"]["reported_creates"], rows["(total)"]["wire_creates"]) == ("1840", "1600")
+
+
+def test_nfsv4_creates_are_checked_by_the_opens_that_create(client):
+    """An NFSv4 client creates a regular file with OPEN4_CREATE (op open_create): those count as
+    creates, with CREATE (a directory, a symlink), and plain opens of existing files do not."""
+    _, rep = _creates_run(client, lambda i: [("10.0.0.7", "open_create", f"/export/d/f{i}", 30, 0, {17: 30}),
+                                             ("10.0.0.7", "open", f"/export/d/old{i}", 50, 0, {16: 50}),
+                                             ("10.0.0.7", "create", f"/export/d/dir{i}", 2, 0, {17: 2}),
+                                             ("10.0.0.8", "open_create", f"/export/e/f{i}", 40, 0, {17: 40})],
+                          [{"client": "10.0.0.7", "create_ops": 640}, {"client": "10.0.0.8", "create_ops": 1040}],
+                          proto="v4.2")
+    assert rep["verdict"] == "fail" and rep["failed"] == ["10.0.0.8"], rep  # 30 % more creates than the wire saw
+    c = {x["client"]: x for x in rep["clients"]}
+    assert c["10.0.0.7"]["wire"]["create_ops"] == 640 and c["10.0.0.7"]["creates_agreement_pct"] == pytest.approx(100)
+    assert c["10.0.0.7"]["start_offset_s"] == 2 and c["10.0.0.7"]["end_offset_s"] == 3
+    assert c["10.0.0.8"]["wire"]["create_ops"] == 800
+    assert any("wire creates are 76.9 % of reported" in x for x in c["10.0.0.8"]["reasons"])
+    assert (rep["total"]["reported_creates"], rep["total"]["wire_creates"]) == (1680, 1440)
 
 
 def test_run_api_errors_name_the_problem(client):

@@ -7,7 +7,8 @@
  *   nfsd:nfsd_read_io_done,    bytes and offset actually read / written, for
  *   nfsd:nfsd_write_io_done    v3 and v4 alike (both reach nfsd_readv/splice/vfs_write)
  *   nfsd:nfsd_compound         NFSv4 COMPOUND start: remembers the request per thread
- *   nfsd:nfsd_compound_status  after each v4 op: its number, and the current file
+ *   nfsd:nfsd_compound_status  after each v4 op: its number (an OPEN that creates as
+ *                              NFSD_OP_OPEN_CREATE), and the current file
  *   sunrpc:svc_stats_latency   request done: client, program, version, procedure and
  *                              its execution time (now - rq_stime); every op of the
  *                              request is counted here, with that latency
@@ -54,9 +55,20 @@ struct svc_fh {
 	struct svc_export *fh_export;
 } __attribute__((preserve_access_index));
 
+struct nfsd4_open {
+	u32 op_create;	/* OPEN4_CREATE (1) or OPEN4_NOCREATE (0), as the client asked */
+} __attribute__((preserve_access_index));
+
+union nfsd4_op_u {
+	struct nfsd4_open open;
+} __attribute__((preserve_access_index));
+
 struct nfsd4_op {
 	u32 opnum;
+	union nfsd4_op_u u;
 } __attribute__((preserve_access_index));
+
+#define OP_OPEN 18
 
 struct nfsd4_compoundargs {
 	u32 minorversion;
@@ -443,6 +455,10 @@ int BPF_PROG(nfsd_compound_status, __u32 args_opcnt, __u32 resp_opcnt)
 	op = (void *)((unsigned long)BPF_CORE_READ(args, ops) +
 		      (unsigned long)(resp_opcnt - 1) * bpf_core_type_size(struct nfsd4_op));
 	opnum = BPF_CORE_READ(op, opnum);
+	/* an OPEN that asks to create is how a v4 client creates a file: named
+	 * apart, as the wire decoder names it, so that creates can be checked */
+	if (opnum == OP_OPEN && bpf_core_field_exists(op->u.open.op_create) && BPF_CORE_READ(op, u.open.op_create))
+		opnum = NFSD_OP_OPEN_CREATE;
 	io = r->has_io;
 	if (io) { /* READ, WRITE, ...: the file they did I/O on */
 		file = r->io_file;

@@ -24,6 +24,9 @@
 /* Same numbering as the wire probe (loupe_probes.nfswire.wire.PROTOS). */
 enum nfsd_proto { NFSD_V3 = 1, NFSD_V40 = 2, NFSD_V41 = 3, NFSD_V42 = 4 };
 
+/* An NFSv4 OPEN with OPEN4_CREATE: the wire probe's NFSW_OP_OPEN_CREATE (no NFS op has it). */
+#define NFSD_OP_OPEN_CREATE 0xfffd
+
 /* Aggregation key: client x proto x op x file (x its export). */
 struct nfsd_key {
 	__u8 addr[16];		/* IPv4 in the first 4 bytes when family == 4 */

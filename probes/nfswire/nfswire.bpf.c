@@ -3,6 +3,7 @@
  * (replies) of the server's interfaces, whatever the NFS server is (knfsd,
  * nfs-ganesha, ...). Calls are matched to replies by (client, port, XID); every
  * NFSv3 procedure and every op of an NFSv4.x COMPOUND is counted in the kernel
+ * (an OPEN asking to create as an op of its own, NFSW_OP_OPEN_CREATE)
  * per client x proto x op x file handle with latency, size and offset
  * histograms. Only name bindings (LOOKUP/CREATE/OPEN/MOUNT results) and
  * READDIRPLUS reply heads reach user space, through small drained maps.
@@ -716,7 +717,7 @@ __noinline int nfsw_v4_call_op(struct __sk_buff *skb, __u32 i)
 	if (rd32(S, p, &op))
 		return 1;
 	p += 4;
-	S->call.ops[k] = op > 0xfffd ? 0xfffd : op;
+	S->call.ops[k] = op > NFSW_OP_MAX ? NFSW_OP_MAX : op;
 	S->call.nops = i + 1;
 	switch (op) {
 	case V4_PUTFH:
@@ -839,6 +840,9 @@ __noinline int nfsw_v4_call_op(struct __sk_buff *skb, __u32 i)
 			goto stop;
 		p += 4;
 		if (t == 1) {	/* OPEN4_CREATE: createhow4 */
+			/* counted apart, so that creates can be checked against a
+			 * client's count; the reply is matched by XID, its op unchanged */
+			S->call.ops[k] = NFSW_OP_OPEN_CREATE;
 			if (rd32(S, p, &n))
 				goto stop;
 			p += 4;
@@ -1098,7 +1102,7 @@ __noinline int nfsw_v4_reply_op(__u32 i)
 	if (rd32(S, p, &op) || rd32(S, p + 4, &status))
 		return 1;
 	p += 8;
-	S->rops[k] = op > 0xfffd ? 0xfffd : op;
+	S->rops[k] = op > NFSW_OP_MAX ? NFSW_OP_MAX : op;
 	S->rnops = i + 1;
 	if (status)
 		return 1;	/* a COMPOUND stops at the first failing op */

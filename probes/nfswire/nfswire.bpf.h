@@ -17,6 +17,9 @@
 
 enum nfsw_proto { NFSW_V3 = 1, NFSW_V40 = 2, NFSW_V41 = 3, NFSW_V42 = 4 };
 
+/* Op codes no NFS op has (the wire's above NFSW_OP_MAX show as NFSW_OP_MAX) */
+#define NFSW_OP_MAX 0xfffc
+#define NFSW_OP_OPEN_CREATE 0xfffd	/* NFSv4 OPEN with OPEN4_CREATE: a file create, not an open */
 #define NFSW_OP_GSS_PRIV 0xfffe	/* RPCSEC_GSS privacy: the procedure is encrypted */
 #define NFSW_OP_UNPARSED 0xffff	/* a COMPOUND op past what the headers showed */
 

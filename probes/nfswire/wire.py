@@ -12,7 +12,7 @@ from ..bpf.probe import HistVal
 
 FH_MAX, NAME_MAX, DIRCHUNK = 128, 512, 4096
 FH_NONE, FH_ROOT = 0, 1
-OP_GSS_PRIV, OP_UNPARSED = 0xFFFE, 0xFFFF
+OP_OPEN_CREATE, OP_GSS_PRIV, OP_UNPARSED = 0xFFFD, 0xFFFE, 0xFFFF  # nfswire.bpf.h; no NFS op has these
 
 PROTOS = {1: "v3", 2: "v4.0", 3: "v4.1", 4: "v4.2"}
 
@@ -53,6 +53,8 @@ def op_name(proto: int, op: int) -> str:
         return V3_PROCS[op] if op < len(V3_PROCS) else f"proc{op}"
     if proto in (2, 3, 4) and op == 0:
         return "null"  # NFSv4 NULL procedure (COMPOUND is procedure 1)
+    if proto in (2, 3, 4) and op == OP_OPEN_CREATE:
+        return "open_create"  # OPEN with OPEN4_CREATE: how an NFSv4 client creates a file
     return V4_OPS.get(op, f"op{op}")
 
 

@@ -1,10 +1,13 @@
-"""Benchmark-run validation on real NFS traffic: four clients in network namespaces write and
-read through nfs-ganesha during a marked run; Loupe's wire decoder must agree with what each
-client says it moved, and a client whose report is forged 30 % high must be the one flagged."""
+"""Benchmark-run validation on real NFS traffic: clients in network namespaces write, read and
+create files through nfs-ganesha during a marked run; Loupe's wire decoder must agree with what
+each client says it did, and a client whose report is forged 30 % high must be the one flagged."""
 
 import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 EXPORT = "/export"
 MiB = 1 << 20
@@ -64,3 +67,66 @@ def test_a_run_on_four_real_clients_validates_and_flags_the_forged_one(nfs_lab, 
 
 def want_write(reported, ip):
     return next(r["write_bytes"] for r in reported if r["client"] == ip)
+
+
+NFS_RS_CREATE = """
+import sys, nfs_rs
+url, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with nfs_rs.Client.connect(url) as cl:
+    for i in range(n):
+        with cl.open(f"{prefix}{i}", "wb"):
+            pass
+print(n)
+"""
+
+
+def test_nfsv4_file_creates_are_checked_against_the_opens_that_create(nfs_lab, tmp_path):
+    """An NFSv4.1 client (nfs-rs) creates files with OPEN asking to create; the wire decoder counts
+    each as open_create, and the run's report checks the client's count of creates against them
+    (beside an NFSv3 client's CREATEs); a count forged 30 % high fails."""
+    pytest.importorskip("nfs_rs", reason="nfs-rs (an NFSv4.1 client, pip install -e '.[test]') is not installed")
+    v4_files, v3_files = 40, 6
+    with nfs_lab.Lab(clients=2) as lab, nfs_lab.Ganesha(lab.server_ip, [EXPORT]) as g:
+        s = nfs_lab.serve(lab, g, EXPORT)
+        v4, v3 = lab.clients
+        (g.export_dir(EXPORT) / "v4").mkdir()
+        run = s.post("/api/v1/runs", {"name": "filecreate v4.1 + v3", "host": None}, expect=201)
+        out = v4.run(sys.executable, "-c", NFS_RS_CREATE, f"nfs://{g.bind_ip}{EXPORT}?version=4.1", "v4/f",
+                     str(v4_files)).stdout
+        assert out.strip() == str(v4_files).encode(), out
+        empty = tmp_path / "empty"
+        empty.write_bytes(b"")
+        for i in range(v3_files):
+            v3.run("nfs-cp", str(empty), g.url(f"{EXPORT}/v3-{i}", 3))
+        assert len(list((g.export_dir(EXPORT) / "v4").iterdir())) == v4_files
+
+        def stored():
+            q = s.get("/api/v1/query", metric="nfs.ops", by="op", where=[f"client={v4.ip}"],
+                      start=str(int(run["start"]) - 5), end="now", step=1, top=50)
+            ops = {x["key"]: round(sum(x["values"])) for x in q["series"]}
+            return ops if ops.get("open_create", 0) >= v4_files else None
+
+        ops = s.wait_for(stored, timeout=30, what=f"{v4_files} open_create from {v4.ip}")
+        assert ops["open_create"] == v4_files and "create" not in ops, ops
+        s.wait_for(lambda: _creates(s, run, v3.ip) >= v3_files, timeout=30, what=f"{v3_files} creates from {v3.ip}")
+        s.post(f"/api/v1/runs/{run['id']}/stop", {"end": time.time()})
+
+        reported = [{"client": v4.ip, "create_ops": v4_files}, {"client": v3.ip, "create_ops": v3_files}]
+        s.post(f"/api/v1/runs/{run['id']}/results", {"format": "simple", "clients": reported})
+        rep = s.get(f"/api/v1/runs/{run['id']}/report", tolerance=2)
+        assert rep["verdict"] == "pass", rep
+        wire = {c["client"]: c["wire"]["create_ops"] for c in rep["clients"]}
+        assert wire == {v4.ip: v4_files, v3.ip: v3_files}, wire
+
+        s.post(f"/api/v1/runs/{run['id']}/results", {"format": "simple", "clients": [
+            {"client": v4.ip, "create_ops": round(v4_files * 1.3)}]})
+        rep = s.get(f"/api/v1/runs/{run['id']}/report", tolerance=2)
+        assert rep["verdict"] == "fail" and rep["failed"] == [v4.ip], rep["failed"]
+        [bad] = [c for c in rep["clients"] if c["client"] == v4.ip]
+        assert "wire creates are 76.9 % of reported (40 of 52)" in bad["reasons"][0], bad["reasons"]
+
+
+def _creates(s, run, ip):
+    q = s.get("/api/v1/query", metric="nfs.ops", by="client", where=[f"client={ip}", "op=create"],
+              start=str(int(run["start"]) - 5), end="now", step=1, top=5)
+    return round(sum(sum(x["values"]) for x in q["series"]))

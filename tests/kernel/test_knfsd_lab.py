@@ -1,9 +1,10 @@
 """`loupe lab --nfs-server knfsd` as a performance engineer runs it: one command boots the knfsd
 guest, where an NFSv3 and an NFSv4.2 kernel client (each in its own network namespace) run a
-write and then a read workload as fio jobs, while the guest's Loupe agent (bpf.nfsd) pushes to a
-Loupe on this host; each workload is a marked run, each client's fio JSON its result, and the
-validation report must agree with fio. A client whose report is forged 30 % high must be the one
-flagged; Ctrl-C must leave no QEMU behind.
+write, a read and a file-create workload as fio jobs, while the guest's Loupe agent (bpf.nfsd)
+pushes to a Loupe on this host; each workload is a marked run, each client's fio JSON its result,
+and the validation report must agree with fio: bytes, and files created (NFSv3 CREATE, NFSv4
+OPEN asking to create). A client whose report is forged 30 % high must be the one flagged;
+Ctrl-C must leave no QEMU behind.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from loupe_probes.bpf.testing import build_objects
 
 pytestmark = pytest.mark.kernel
 
-WORKLOADS = {"stream-write-light": "write", "stream-read-light": "read"}
+WORKLOADS = {"stream-write-light": "write", "stream-read-light": "read"}  # the direction each moves
+CREATES = "filecreate"
 
 
 def lab_argv(data_dir: Path, *extra: str) -> list[str]:
@@ -35,7 +37,7 @@ def lab(guest_image, tmp_path_factory):
         pytest.skip(err) if "not installed" in err else pytest.fail(err)
     data = tmp_path_factory.mktemp("knfsd-lab")
     argv = ["--serve", "--clients", "2", "--seconds", "3", "--file-size", "4M", "--json"]
-    for w in WORKLOADS:
+    for w in (*WORKLOADS, CREATES):
         argv += ["--workload", w]
     r = subprocess.run(lab_argv(data, *argv), capture_output=True, text=True, cwd=guest.REPO, timeout=900)
     assert r.returncode == 0, f"loupe lab exited {r.returncode}:\n{r.stderr[-4000:]}"
@@ -50,8 +52,8 @@ def fio_bytes(path: str, direction: str) -> int:
 
 def test_each_clients_wire_bytes_agree_with_its_fio_json(lab):
     data, out, stderr = lab
-    assert [r["workload"] for r in out["runs"]] == list(WORKLOADS)
-    for run in out["runs"]:
+    assert [r["workload"] for r in out["runs"]] == [*WORKLOADS, CREATES]
+    for run in out["runs"][:len(WORKLOADS)]:
         rep, direction = run["report"], WORKLOADS[run["workload"]]
         assert rep["verdict"] == "pass" and rep["failed"] == [], rep
         wire = {c["client"]: c for c in rep["clients"]}
@@ -65,6 +67,29 @@ def test_each_clients_wire_bytes_agree_with_its_fio_json(lab):
             assert abs(row["wire"][f"{direction}_bytes"] / moved - 1) <= 0.02, (run["workload"], row)
             assert abs(row["bytes_agreement_pct"] - 100) <= 2, row
     assert "Stream Write light" in stderr and "Stream Read light" in stderr and ": pass" in stderr
+
+
+def test_each_clients_creates_agree_with_its_fio_json_over_nfsv3_and_nfsv4(lab, loupe_server_on):
+    """fio's filecreate: an NFSv3 client creates with CREATE, an NFSv4.2 one with OPEN asking to
+    create (open_create); both are checked against what fio counted."""
+    data, out, stderr = lab
+    [run] = [r for r in out["runs"] if r["workload"] == CREATES]
+    rep = run["report"]
+    assert rep["verdict"] == "pass" and rep["failed"] == [], rep
+    wire = {c["client"]: c for c in rep["clients"]}
+    for c in run["clients"]:
+        doc = json.loads(Path(c["fio_json"]).read_text())
+        files = sum(int(j[d]["total_ios"]) for j in doc["jobs"] for d in ("read", "write"))
+        row = wire[c["client"]]
+        assert files > 0 and row["reported"]["create_ops"] == files, (row, files)
+        assert abs(row["creates_agreement_pct"] - 100) <= 2, row
+    server = loupe_server_on(data / "store")  # which op each client's creates came as
+    for c in run["clients"]:
+        q = server.get("/api/v1/query", metric="nfs.ops", by="op", where=[f"client={c['client']}", "op=create,open_create"],
+                       start=str(int(rep["start"])), end=str(int(rep["end"])), step=1, top=10)
+        ops = {x["key"]: round(sum(x["values"])) for x in q["series"]}
+        want = "create" if c["nfs_version"] == "3" else "open_create"
+        assert set(ops) == {want} and ops[want] == wire[c["client"]]["wire"]["create_ops"], (c, ops)
 
 
 def test_the_clients_were_kernel_mounts_of_both_versions(lab):

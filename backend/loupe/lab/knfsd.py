@@ -12,8 +12,8 @@ Workloads as fio jobs: a workload's threads are I/Os in flight (``ioengine=libai
 I/O is one NFS READ or WRITE and fio counts what crossed the wire, not what a client cache
 absorbed; Sync write is ``sync=dsync`` (O_DSYNC); Filecreate is fio's ``filecreate`` engine
 (``numjobs`` threads creating empty files, up to FILECREATE_PER_SECOND each per second of the
-workload), on NFSv3 clients only: an NFSv4 client creates a file with OPEN, which a report
-cannot tell from any other open.
+workload): an NFSv3 client creates each file with CREATE, an NFSv4 client with OPEN asking to
+create, which bpf.nfsd counts as op ``open_create``; a run's report checks fio's count against both.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ import pytest
 
 from loupe_probes.nfswire.names import Resolver, fh_label
 from loupe_probes.nfswire.probe import merge
-from loupe_probes.nfswire.wire import (FH_NONE, FH_ROOT, OP_GSS_PRIV, OP_UNPARSED, client_addr, fh_hash,
-                                       op_name, parse_readdirplus, proto_name)
+from loupe_probes.nfswire.wire import (FH_NONE, FH_ROOT, OP_GSS_PRIV, OP_OPEN_CREATE, OP_UNPARSED, client_addr,
+                                       fh_hash, op_name, parse_readdirplus, proto_name)
 
 
 @pytest.mark.parametrize("proto, op, name", [
@@ -20,6 +20,8 @@ from loupe_probes.nfswire.wire import (FH_NONE, FH_ROOT, OP_GSS_PRIV, OP_UNPARSE
     (2, 25, "read"), (2, 38, "write"), (3, 53, "sequence"), (3, 42, "exchange_id"), (4, 69, "seek"),
     (4, 71, "clone"), (4, 10044, "illegal"), (4, 999, "op999"),
     (1, OP_GSS_PRIV, "(encrypted)"), (3, OP_UNPARSED, "(unparsed)"),
+    (2, OP_OPEN_CREATE, "open_create"), (4, OP_OPEN_CREATE, "open_create"), (1, OP_OPEN_CREATE, "proc65533"),
+    (4, 0xFFFC, "op65532"),  # a wire op number past the table's end, as the decoder clamps it
 ])
 def test_op_names(proto, op, name):
     assert op_name(proto, op) == name

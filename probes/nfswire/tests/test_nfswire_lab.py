@@ -97,17 +97,18 @@ class Capture:
                 self.proc.wait(5)
 
     def op_counts(self) -> Counter:
-        """(client, proto, op) -> calls, as Wireshark decodes the capture."""
+        """(client, proto, op) -> calls, as Wireshark decodes the capture; an OPEN whose opentype
+        is OPEN4_CREATE as open_create, as the probe names it."""
         from loupe_probes.nfswire.wire import V3_PROCS, V4_OPS
 
         r = subprocess.run(
             ["tshark", "-n", "-o", "tcp.try_heuristic_first:TRUE", "-r", str(self.path), "-Y", "tcp.dstport == 2049 && rpc.msgtyp == 0",
              "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,", "-e", "ip.src", "-e", "rpc.programversion",
-             "-e", "rpc.procedure", "-e", "nfs.minorversion", "-e", "nfs.opcode"],
+             "-e", "rpc.procedure", "-e", "nfs.minorversion", "-e", "nfs.opcode", "-e", "nfs.open.opentype"],
             capture_output=True, text=True, check=True)
         out: Counter = Counter()
         for line in r.stdout.splitlines():
-            src, vers, procs, minors, opcodes = (line.split("\t") + [""] * 5)[:5]
+            src, vers, procs, minors, opcodes, opentypes = (line.split("\t") + [""] * 6)[:6]
             vers_l = [int(v) for v in vers.split(",") if v]
             if not vers_l:
                 continue
@@ -123,7 +124,11 @@ class Capture:
             for op in opcodes.split(","):
                 if op:
                     out[(src, proto, V4_OPS[int(op)])] += 1
-        return out
+            creating = opentypes.split(",").count("1")  # one opentype per OPEN
+            if creating:
+                out[(src, proto, "open")] -= creating
+                out[(src, proto, "open_create")] += creating
+        return +out
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +219,8 @@ def test_every_op_has_its_latency_and_proto(lab_run):
     v4_ops = {r["dims"]["op"] for r in rows if r["dims"]["proto"].startswith("v4")}
     assert {"lookup", "read", "write", "create"} <= v3_ops
     assert {"putfh", "open", "read", "getfh"} <= v4_ops and not v4_ops & {"create", "readdirplus"}
+    if _nfs_rs():  # it created w41.bin: an OPEN asking to create
+        assert "open_create" in v4_ops
 
 
 def test_files_are_named_and_fall_under_the_export(lab_run):

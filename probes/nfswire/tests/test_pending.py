@@ -4,8 +4,9 @@ whose slot is taken before its reply is counted (overwritten, or expired once
 stale), a retransmitted call keeps one slot, the same XID from two clients stays
 apart, a COMPOUND longer than a slot keeps every op, a head longer than the
 first copy is read on, a reply to a call that is
-no NFS op (NFSACL) is matched but not counted, and a cut record head survives its
-segment being seen twice (bridge port, then bridge)."""
+no NFS op (NFSACL) is matched but not counted, a cut record head survives its
+segment being seen twice (bridge port, then bridge), and an OPEN that creates
+counts as `open_create`, apart from a plain OPEN."""
 
 from __future__ import annotations
 
@@ -299,3 +300,59 @@ def test_a_cut_head_survives_its_segment_seen_again_on_a_second_interface(dec):
     assert (s["calls"], s["partial"], s["desync"]) == (2, 0, 0), s
     c.replies(getattr_reply(77) + getattr_reply(78))
     assert getattrs(dec) == {"10.9.0.11": 2}
+
+
+# OPEN (RFC 8881 s.18.16): openflag4 and createhow4 as a client sends them, then CLAIM_NULL and the name
+OPEN = 18
+DIR_FH, OLD_FH, NEW_FH = bytes(range(100, 124)), bytes(range(40, 72)), bytes(range(72, 104))
+FATTR_SIZE0 = struct.pack(">II", 1, 0x10) + opaque(bytes(8))  # bitmap {size}, size = 0
+CREATEHOW = {"unchecked4": struct.pack(">I", 0) + FATTR_SIZE0, "guarded4": struct.pack(">I", 1) + FATTR_SIZE0,
+             "exclusive4": struct.pack(">I", 2) + b"v" * 8,
+             "exclusive4_1": struct.pack(">I", 3) + b"v" * 8 + FATTR_SIZE0}
+
+
+def open_args(name: bytes, createhow: bytes | None) -> bytes:
+    how = struct.pack(">I", 0) if createhow is None else struct.pack(">I", 1) + createhow  # OPEN4_NOCREATE/CREATE
+    return (struct.pack(">IIIQ", 0, 2, 0, 77) + opaque(b"owner-1") + how  # seqid, WRITE, DENY_NONE, clientid
+            + struct.pack(">I", 0) + opaque(name))  # CLAIM_NULL, file
+
+
+def open_compound(xid: int, name: bytes, createhow: bytes | None) -> bytes:
+    args = opaque(b"") + struct.pack(">II", 1, 4) + struct.pack(">I", SEQUENCE) + ARGS[SEQUENCE] + \
+        struct.pack(">I", PUTFH) + opaque(DIR_FH) + struct.pack(">I", OPEN) + open_args(name, createhow) + \
+        struct.pack(">I", GETFH)
+    return record(xid, call_body(NFS_PROG, 4, 1, args))
+
+
+def open_reply(xid: int, fh: bytes) -> bytes:
+    # stateid, change_info4, rflags, attrset {}, OPEN_DELEGATE_NONE
+    res = b"t" * 16 + struct.pack(">IQQ", 1, 5, 6) + struct.pack(">III", 0, 0, 0)
+    ops = struct.pack(">II", SEQUENCE, 0) + RESULTS[SEQUENCE] + struct.pack(">II", PUTFH, 0) + \
+        struct.pack(">II", OPEN, 0) + res + struct.pack(">II", GETFH, 0) + opaque(fh)
+    return record(xid, ACCEPTED + struct.pack(">I", 0) + opaque(b"") + struct.pack(">I", 4) + ops)
+
+
+@pytest.mark.parametrize("how", list(CREATEHOW))
+def test_an_open_that_creates_counts_as_open_create_and_a_plain_open_as_open(dec, how):
+    """OPEN4_CREATE is how an NFSv4 client creates a file: counted as `open_create`, so that a
+    run's creates can be checked, with its reply matched and its file the handle the reply
+    returns; an OPEN4_NOCREATE of an existing file stays `open`."""
+    from loupe_probes.nfswire.wire import Bind, Key, Val, fh_hash
+
+    c = Conn(dec)
+    c.calls(open_compound(1200, b"old.txt", None) + open_compound(1201, b"new.txt", CREATEHOW[how]))
+    c.replies(open_reply(1201, NEW_FH) + open_reply(1200, OLD_FH))
+    s = dec.stats()
+    assert (s["calls"], s["replies"], s["unmatched"], s["unparsed"]) == (2, 2, 0, 0), s
+    me = "10.9.0.11"
+    assert dec.ops() == Counter({(me, "v4.1", "sequence", 0): 2, (me, "v4.1", "putfh", fh_hash(DIR_FH)): 2,
+                                 (me, "v4.1", "open", fh_hash(OLD_FH)): 1,
+                                 (me, "v4.1", "open_create", fh_hash(NEW_FH)): 1,
+                                 (me, "v4.1", "getfh", fh_hash(OLD_FH)): 1,
+                                 (me, "v4.1", "getfh", fh_hash(NEW_FH)): 1})
+    for kb, vb in dec.obj.map("counts").items():  # each with its latency
+        k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
+        assert sum(v.lat) == v.count, (k.op, list(v.lat))
+    binds = {int.from_bytes(kb[:8], "little"): Bind.from_buffer_copy(vb) for kb, vb in dec.obj.map("binds").items()}
+    new = binds[fh_hash(NEW_FH)]  # the created file is named, under its directory, by the handle returned
+    assert (bytes(new.name[:new.name_len]), new.parent) == (b"new.txt", fh_hash(DIR_FH))
