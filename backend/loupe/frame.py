@@ -239,9 +239,11 @@ class SourceStatus(BaseModel):
     demo: bool = Field(False, description="True when the source produces synthetic demo data.")
     suspendable: bool = Field(False, description="Can be suspended and resumed from the API.")
     cost: dict[str, float] | None = Field(
-        None, max_length=20,
+        None, max_length=32,
         description="The source's own cost over the last second: for BPF probes runs_per_s, bpf_cpu_pct, "
-                    "ns_per_run (from bpf_stats), map_fill (0..1), dropped, dropped_total, drain_ms.")
+                    "ns_per_run (from bpf_stats), map_fill (0..1), dropped, dropped_total, drain_ms; the NFS "
+                    "wire decoder also its losses since it started (partial_total, desync_total, "
+                    "resync_total, unmatched_total, overwritten_total, expired_total).")
 
 
 class AgentStats(BaseModel):

@@ -199,6 +199,14 @@ SOURCE_COST = {
     "ns_per_run": "Mean BPF run time per event, ns",
     "map_fill": "Fill of the probe's aggregation map at drain, 0..1",
     "dropped_total": "Events counted into the overflow row because a map was full, since the probe started",
+    # the NFS wire decoder's losses since it started (probes/nfswire/probe.py LOSSES)
+    "partial_total": "NFS wire decoder: RPC records not decoded, cut by a lost or reordered segment",
+    "desync_total": "NFS wire decoder: record marks that made no sense (the stream was picked up again later)",
+    "resync_total": "NFS wire decoder: streams picked up again at a later record after a segment was missed, "
+                    "reordered or retransmitted (the records between are not decoded)",
+    "unmatched_total": "NFS wire decoder: replies whose call it had not seen",
+    "overwritten_total": "NFS wire decoder: calls whose pending slot a newer call took before the reply",
+    "expired_total": "NFS wire decoder: calls unanswered for a minute, their slot taken",
 }
 AGENT_STATS = {
     "cpu_pct": "Agent process CPU over its last second, % of one core",

@@ -80,6 +80,7 @@ struct xkey {
  * fill segments back to back, and TCP cuts them wherever the MSS, the window or
  * TSO/GRO boundaries fall, also inside a record's first bytes. */
 #define HEAD_STASH 256
+#define MARK_CUT 0	/* flow_head.flen of a stashed record mark (a record is >= 4 bytes) */
 
 /* Where the next record mark of each connection and direction lies, in a table
  * written in place (as `pend`): a flow's entry is one of FLOW_WAYS in either of
@@ -100,9 +101,9 @@ struct flow {	/* 16 bytes: four to a cache line */
 	__u32 bits;
 };
 
-struct flow_head {	/* a record head cut by the end of a segment */
+struct flow_head {	/* a record head, or its mark, cut by the end of a segment */
 	__u32 part;	/* sequence number where it goes on */
-	__u32 flen;	/* length of its record */
+	__u32 flen;	/* length of its record; MARK_CUT: head[] holds the mark's first bytes */
 	__u32 have;	/* bytes in head[] */
 	__u32 pad;
 	__u8 head[HEAD_STASH];
@@ -205,6 +206,8 @@ struct scratch {
 	struct xkey xk;
 	struct call call;
 	__u32 next, cont, seq, poff, plen;	/* the record loop's (nfsw_step) */
+	__u32 mcut;	/* bytes of the first mark in the previous segment (in mcut_b); 0: none */
+	__u8 mcut_b[4];
 	__s32 fidx;	/* this packet's flow entry; -1: none */
 	struct {	/* headers copied out of fragments (in scratch: the stack is short) */
 		__u16 eth[3];
@@ -1527,29 +1530,57 @@ __noinline int nfsw_step(struct __sk_buff *skb, __u32 reply)
 	struct scratch *S = get_scratch();
 	struct flow_head *h;
 	struct flow *f;
-	__u32 d, mark, flen, avail;
+	__u32 d, mark, flen, avail, hoff, mk;
 	__s64 m;
 
 	if (!S)
 		return STEP_ABORT;
 	d = S->next - S->seq;
-	if (d >= S->plen)
-		return STEP_END;
-	if (d + 4 > S->plen) {	/* the mark itself straddles segments */
-		stat(ST_PARTIAL);
-		return STEP_LOST;
+	mk = S->mcut;
+	if (mk) {	/* the mark began in the previous segment: its rest starts this one */
+		S->mcut = 0;
+		if (mk > 3 || S->plen < 4 - mk)
+			goto cut;
+		for (__u32 i = 0; i < 3; i++)	/* a constant bound: the verifier of Linux 6.1 */
+			if (mk + i < 4 && bpf_skb_load_bytes(skb, S->poff + i, &S->mcut_b[(mk + i) & 3], 1))
+				return STEP_ABORT;
+		mark = ((__u32)S->mcut_b[0] << 24) | ((__u32)S->mcut_b[1] << 16) | ((__u32)S->mcut_b[2] << 8) |
+		       S->mcut_b[3];
+		hoff = S->poff + 4 - mk;
+		avail = S->plen - (4 - mk);
+	} else {
+		if (d >= S->plen)
+			return STEP_END;
+		if (d + 4 > S->plen) {	/* the mark straddles segments: keep its first bytes */
+			mk = S->plen - d;
+			if (S->fidx < 0)
+				goto cut;
+			h = bpf_map_lookup_elem(&flow_heads, &(__u32){S->fidx});
+			f = bpf_map_lookup_elem(&flows, &(__u32){S->fidx});
+			if (!h || !f)
+				return STEP_ABORT;
+			for (__u32 i = 0; i < 3; i++)
+				if (i < mk && bpf_skb_load_bytes(skb, S->poff + d + i, &h->head[i], 1))
+					return STEP_ABORT;
+			h->have = mk;
+			h->flen = MARK_CUT;
+			h->part = S->seq + S->plen;
+			f->bits |= FL_STASH;
+			return STEP_END;
+		}
+		m = mark_at(skb, S->poff + d, S->cont ? 0 : S->plen - d - 4);
+		if (m < 0)
+			return STEP_ABORT;
+		mark = m;
+		hoff = S->poff + d + 4;
+		avail = S->plen - d - 4;
 	}
-	m = mark_at(skb, S->poff + d, S->cont ? 0 : S->plen - d - 4);
-	if (m < 0)
-		return STEP_ABORT;
-	mark = m;
 	flen = mark & 0x7fffffff;
 	if (flen < 4 || flen > MAX_RECORD) {
 		stat(ST_DESYNC);
 		return STEP_LOST;
 	}
 	if (!S->cont) {
-		avail = S->plen - d - 4;
 		if (avail < flen && avail < HEAD_STASH && S->fidx >= 0) {
 			/* the head goes on in the next segment: keep it */
 			__u32 k = S->fidx;
@@ -1560,19 +1591,22 @@ __noinline int nfsw_step(struct __sk_buff *skb, __u32 reply)
 			if (!f || !h)
 				return STEP_ABORT;
 			CLAMP(a, HEAD_STASH - 1);
-			if (a && LOAD_N(skb, S->poff + d + 4, h->head, a, HEAD_STASH - 1))
+			if (a && LOAD_N(skb, hoff, h->head, a, HEAD_STASH - 1))
 				return STEP_ABORT;
 			h->have = a;
 			h->part = S->seq + S->plen;
 			h->flen = flen;
 			f->bits |= FL_STASH;
 		} else {
-			record(skb, S->poff + d + 4, avail < flen ? avail : flen, reply);
+			record(skb, hoff, avail < flen ? avail : flen, reply);
 		}
 	}
 	S->cont = !(mark >> 31);
 	S->next += 4 + flen;
 	return STEP_NEXT;
+cut:
+	stat(ST_PARTIAL);
+	return STEP_LOST;
 }
 
 /* The entry of flow `ft` in `flows`, or -1. */
@@ -1646,7 +1680,7 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	struct nfsw_config *cfg;
 	struct flow *f = NULL;
 	struct flow_head *h;
-	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq, next, cont, i, k;
+	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq, next, cont, i, k, mcut = 0;
 	__u16 proto = bpf_ntohs(skb->protocol), port = 2049, mport = 0, sport, dport, cport;
 	__u32 stale_ms = NFSW_STALE_MS;
 	__u64 ft, c0 = 0, c1 = 0, s0 = 0, s1 = 0;
@@ -1744,9 +1778,13 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 		next = seq;
 		cont = 0;
 	}
+	h = f && (f->bits & FL_STASH) ? bpf_map_lookup_elem(&flow_heads, &k) : NULL;
+	/* the previous segment ended inside a record mark, whose rest starts this one */
+	if (h && h->flen == MARK_CUT && h->part == seq && h->have - 1 < 3 && next + h->have == seq)
+		mcut = h->have;
 	/* the record mark we wait for lies before this segment (we missed data), or
 	 * far ahead (we decoded garbage): resynchronise on a plausible record start */
-	if (!f || (__s32)(next - seq) < 0 || (next - seq) > MAX_RECORD + plen) {
+	if (!f || (!mcut && ((__s32)(next - seq) < 0 || (next - seq) > MAX_RECORD + plen))) {
 		if (!looks_like_record(skb, poff, plen, reply))
 			return 0;
 		if (f)
@@ -1762,12 +1800,14 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	S->xk.family = family;
 	S->xk.pad = 0;
 	S->stale_ns = stale_ms * 1000000ULL;
-	h = f && (f->bits & FL_STASH) ? bpf_map_lookup_elem(&flow_heads, &k) : NULL;
-	/* the rest of a cut head starts this segment; a segment before it seen again
-	 * (on a bridge after its port) leaves the head waiting for it */
+	/* the rest of a cut head (or mark) starts this segment; a segment before it
+	 * seen again (on a bridge after its port) leaves the head waiting for it */
 	if (h && (__s32)(seq - h->part) >= 0) {
 		f->bits &= ~FL_STASH;
-		if (h->part == seq && h->have < HEAD_STASH && h->flen - h->have <= MAX_RECORD) {
+		if (mcut) {
+			__builtin_memcpy(S->mcut_b, h->head, 4);
+		} else if (h->flen != MARK_CUT && h->part == seq && h->have < HEAD_STASH &&
+			   h->flen - h->have <= MAX_RECORD) {
 			__u32 rest = h->flen - h->have;
 
 			__builtin_memcpy(S->buf, h->head, HEAD_STASH);
@@ -1778,6 +1818,7 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	}
 	S->next = next;
 	S->cont = cont;
+	S->mcut = mcut;
 	S->seq = seq;
 	S->poff = poff;
 	S->plen = plen;

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from loupe.lab.nfs3 import GETATTR, NFS_PROG, call_body, opaque, record
+from loupe.lab.nfs3 import GETATTR, NFS_PROG, WRITE, call_body, opaque, record
 from loupe_probes.bpf.testing import require_bpf
 
 OBJ = Path(__file__).resolve().parents[1] / "nfswire.bpf.o"
@@ -356,3 +356,84 @@ def test_an_open_that_creates_counts_as_open_create_and_a_plain_open_as_open(dec
     binds = {int.from_bytes(kb[:8], "little"): Bind.from_buffer_copy(vb) for kb, vb in dec.obj.map("binds").items()}
     new = binds[fh_hash(NEW_FH)]  # the created file is named, under its directory, by the handle returned
     assert (bytes(new.name[:new.name_len]), new.parent) == (b"new.txt", fh_hash(DIR_FH))
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3])
+def test_a_record_mark_cut_by_a_segments_end_is_joined_with_the_next(dec, cut):
+    """Back-to-back calls fill segments whatever the record marks: a mark's first `cut` bytes
+    end one segment and the rest start the next. That call is decoded, and so is the stream
+    after it (a segment past a call's payload seldom starts with a record)."""
+    c = Conn(dec)
+    calls = [getattr_call(90 + i) for i in range(4)]
+    stream = b"".join(calls)
+    at = len(calls[0]) + cut  # inside the second call's mark
+    tail = len(calls[0]) + len(calls[1]) + 10  # the third segment starts inside the third call
+    for seg in (stream[:at], stream[at:tail], stream[tail:]):
+        c.calls(seg)
+    s = dec.stats()
+    assert (s["calls"], s["partial"], s["desync"], s["resync"]) == (4, 0, 0, 0), s
+    c.replies(b"".join(getattr_reply(90 + i) for i in range(4)))
+    assert getattrs(dec) == {"10.9.0.11": 4}
+
+
+def write_call(xid: int, offset: int, data: bytes) -> bytes:
+    from loupe.lab.nfs3 import FILE_SYNC
+
+    return record(xid, call_body(NFS_PROG, 3, WRITE, opaque(FH) + struct.pack(">QII", offset, len(data), FILE_SYNC)
+                                 + opaque(data)))
+
+
+def write_reply(xid: int, count: int) -> bytes:
+    # WRITE3resok: wcc_data without attributes, count, committed (FILE_SYNC), verifier
+    return record(xid, ACCEPTED + struct.pack(">IIIII", 0, 0, 0, count, 2) + b"v" * 8)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_stream_of_writes_cut_anywhere_is_decoded_whole(dec, seed):
+    """8 KiB and 4 KiB WRITEs back to back (a client with many in flight), with GETATTRs between
+    them, in segments of 260 bytes to an MSS and more cut wherever TCP may cut them: inside a
+    record's mark, inside its head, inside its payload. Every call is decoded and its reply
+    matched, and every op counted. (A head cut twice, by a segment shorter than the head, is
+    not decoded: README Limits.)"""
+    import random
+
+    rnd = random.Random(seed)
+    c = Conn(dec)
+    sizes = [rnd.choice((8192, 8192, 4096, 0)) for _ in range(48)]  # 0: a GETATTR
+    records = [write_call(200 + i, i << 13, bytes([i]) * n) if n else getattr_call(200 + i)
+               for i, n in enumerate(sizes)]
+    stream = b"".join(records)
+    wanted, at = [], 0  # where to cut: 1-3 bytes into a mark, or into a head, of every other record
+    for r in records:
+        if rnd.random() < 0.5:
+            wanted.append(at + rnd.choice((1, 2, 3, rnd.randint(4, 90))))
+        at += len(r)
+    pos, ends = 0, []
+    while pos < len(stream):
+        end = next((w for w in wanted if w >= pos + 260), len(stream))
+        end = min(end, pos + 1448 + rnd.randint(0, 400))
+        c.calls(stream[pos:end])
+        pos = end
+        ends.append(end)
+    starts = _starts(records)
+    into = [e - max(a for a in starts if a <= e) for e in ends[:-1]]  # how far into its record each cut is
+    assert sum(1 for d in into if 0 < d < 4) >= 2 and sum(1 for d in into if 4 <= d < 90) >= 2, into
+    s = dec.stats()
+    assert (s["calls"], s["partial"], s["desync"], s["resync"]) == (len(sizes), 0, 0, 0), s
+    replies = b"".join(write_reply(200 + i, n) if n else getattr_reply(200 + i) for i, n in enumerate(sizes))
+    for i in range(0, len(replies), 1448):
+        c.replies(replies[i:i + 1448])
+    s = dec.stats()
+    assert (s["replies"], s["unmatched"]) == (len(sizes), 0), s
+    ops = Counter()
+    for (_client, _proto, op, _fh), n in dec.ops().items():
+        ops[op] += n
+    assert ops == Counter(write=sum(1 for n in sizes if n), getattr=sizes.count(0)), ops
+
+
+def _starts(records: list[bytes]) -> list[int]:
+    out, at = [], 0
+    for r in records:
+        out.append(at)
+        at += len(r)
+    return out
