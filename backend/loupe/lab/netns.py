@@ -66,6 +66,21 @@ def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.Com
     return r
 
 
+def steer_flows(dev: str, sys: str | Path = "/sys") -> bool:
+    """Hash each flow arriving on `dev` to one CPU (RPS), as a NIC's receive-side scaling does.
+    A veth or macvlan hands a packet to the backlog of the CPU that sent it, so a client whose
+    TCP segments leave from two CPUs has them received out of order; a flow's segments come off
+    a NIC in order, and the lab's should too. False where the kernel has no RPS."""
+    mask = format((1 << (os.cpu_count() or 1)) - 1, "x")
+    queues = sorted(Path(sys, "class/net", dev, "queues").glob("rx-*/rps_cpus"))
+    try:
+        for q in queues:
+            q.write_text(mask)
+    except OSError:
+        return False
+    return bool(queues)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -184,6 +199,7 @@ class Lab:
                 _ip("link", "add", self.bridge, "type", "bridge")
             _ip("addr", "add", f"{self.server_ip}/24", "dev", self.bridge)
             _ip("link", "set", self.bridge, "up")
+            steer_flows(self.bridge)
             for i in range(1, self.n + 1):
                 ns, host_end = f"{self.tag}-c{i}", f"{self.tag}v{i}"
                 ip = str(hosts[9 + i])
@@ -196,6 +212,7 @@ class Lab:
                     _ip("link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
                     _ip("link", "set", host_end, "master", self.bridge)
                     _ip("link", "set", host_end, "up")
+                    steer_flows(host_end)
                 _ip("addr", "add", f"{ip}/24", "dev", "eth0", ns=ns)
                 _ip("link", "set", "eth0", "up", ns=ns)
                 _ip("link", "set", "lo", "up", ns=ns)
