@@ -171,6 +171,10 @@ def main(argv=None) -> int:
     every = np.array(samples)
     per_minute = [float(every[(every[:, 0] >= t) & (every[:, 0] < t + 60), 2].max() / 2**20)
                   for t in np.arange(every[0, 0], every[-1, 0], 60)] if len(every) else []
+    # each minute's lag p99 and max, warm-up included: where in the run a stall fell
+    every_lag = np.array([(ts, lag) for r in results for ts, lag in r["lags"]]) if results else np.empty((0, 2))
+    lag_minutes = [every_lag[(every_lag[:, 0] >= t) & (every_lag[:, 0] < t + 60), 1]
+                   for t in np.arange(start, every_lag[:, 0].max() + 1, 60)] if len(every_lag) else []
     sent = sum(r["sent"] for r in results)
     acked = sum(r["acked"] for r in results)
     res = dict(
@@ -179,6 +183,8 @@ def main(argv=None) -> int:
         lag_p50_s=float(np.percentile(lags, 50)) if len(lags) else None,
         lag_p99_s=float(np.percentile(lags, 99)) if len(lags) else None,
         lag_max_s=float(lags.max()) if len(lags) else None,
+        lag_p99_max_per_minute_s=[(round(float(np.percentile(m, 99)), 2), round(float(m.max()), 2)) if len(m) else None
+                                  for m in lag_minutes],
         server_cpu_pct_mean=float(cpu_pct.mean()), server_cpu_pct_p99=float(np.percentile(cpu_pct, 99)),
         rss_first_mib=float(rss[0] / 2**20), rss_last_mib=float(rss[-1] / 2**20), rss_max_mib=float(rss.max() / 2**20),
         rss_slope_mib_per_min=slope * 60 / 2**20,
