@@ -285,3 +285,45 @@ def test_records_of_the_previous_format_are_replayed_and_checked(tmp_path):
         seg.write_bytes(bytes(flipped))
         records, good, why = read_segment(seg)
         assert records == [] and good == 0 and "failing its checksum" in why
+
+
+def test_ingest_and_an_agents_status_do_not_wait_for_the_write_lock(tmp_path):
+    """A checkpoint or a re-sort holds the write lock for seconds: an agent's request (its frames
+    and its sources' states) is acknowledged meanwhile, and the next flush stores the states."""
+    from loupe.frame import SourceStatus
+
+    path = tmp_path / "s.duckdb"
+    s = DuckDBStore(path, clock=lambda: NOW)
+    frames = random_nfs_frames(NOW, 3)
+    status = [SourceStatus(name="nfs-wire", families=["nfs"], state="active")]
+    held, release = threading.Event(), threading.Event()
+
+    def writer():  # stands in for a long checkpoint
+        with s._wlock:
+            held.set()
+            release.wait(60)
+
+    w = threading.Thread(target=writer)
+    w.start()
+    assert held.wait(10)
+    try:
+        req = threading.Thread(target=lambda: (s.ingest(frames, received_at=NOW + 4),
+                                               s.record_status("agent-1", "nas1", status, NOW + 4)))
+        req.start()
+        req.join(10)
+        assert not req.is_alive(), "the request waited for the write lock"
+        assert [x["state"] for x in s.sources()] == ["active"]
+    finally:
+        release.set()
+        w.join()
+    s.flush()
+    s.record_status("agent-1", "nas1", [status[0].model_copy(update={"state": "suspended"})], NOW + 5)
+    s.record_status("agent-1", "nas1", [status[0].model_copy(update={"state": "suspended"})], NOW + 6)
+    s.close()  # flushes the changed state
+    s = DuckDBStore(path, clock=lambda: NOW)
+    try:
+        assert [(x["agent"], x["name"], x["host"], x["state"], x["last_seen"]) for x in s.sources()] == \
+            [("agent-1", "nfs-wire", "nas1", "suspended", NOW + 5)]
+        assert stored(s) == pytest.approx(count_of(frames))
+    finally:
+        s.close()

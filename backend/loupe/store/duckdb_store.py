@@ -290,6 +290,8 @@ class DuckDBStore(Store):
         self._staged_rows = 0
         self._pending_seqs: dict[str, tuple[int, float]] = {}
         self._pending_hosts: set[tuple[str, float]] = set()
+        # source states for the next flush to write (see record_status)
+        self._pending_sources: dict[tuple[str, str], dict] = {}
         self._touched: set[tuple[str, str, int]] = set()  # periods dirtied since the last flush snapshot
         self.flush_error: str | None = None
         self._empty_stage = {n: self._stage_schema(f).empty_table() for n, f in FAMILIES.items()}
@@ -660,9 +662,10 @@ class DuckDBStore(Store):
                 seqs, self._pending_seqs = self._pending_seqs, {}
                 hosts, self._pending_hosts = self._pending_hosts, set()
                 touched, self._touched = self._touched, set()
+                sources, self._pending_sources = self._pending_sources, {}
                 lsn = self._log.last_lsn
                 self._log.rotate()
-            if not snap and not seqs and not hosts and not touched and lsn == self._flushed_lsn:
+            if not snap and not seqs and not hosts and not touched and not sources and lsn == self._flushed_lsn:
                 return 0
             cur = self._cur
             rows = 0
@@ -684,6 +687,11 @@ class DuckDBStore(Store):
                                    ).insert_into("dirty")
                 if hosts:
                     cur.executemany("INSERT OR IGNORE INTO hosts VALUES (?, ?)", sorted(hosts))
+                if sources:
+                    cur.executemany(
+                        "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [(r["agent"], r["name"], r["host"], ",".join(r["families"]), r["state"], r["reason"],
+                          r["demo"], r["last_seen"]) for _, r in sorted(sources.items())])
                 cur.execute("UPDATE ingest_mark SET lsn = ?", [lsn])
                 cur.commit()
             except BaseException as e:
@@ -696,6 +704,8 @@ class DuckDBStore(Store):
                         self._pending_seqs.setdefault(src, v)
                     self._pending_hosts |= hosts
                     self._touched |= touched
+                    for k, r in sources.items():  # a newer state taken since wins
+                        self._pending_sources.setdefault(k, r)
                 self.flush_error = f"{type(e).__name__}: {e}"
                 raise
             self.flush_error = None
@@ -1732,26 +1742,23 @@ class DuckDBStore(Store):
 
     # ---------------------------------------------------------------- sources, hosts
     def record_status(self, agent: str, host: str | None, status: list[SourceStatus], seen: float) -> None:
-        changed = []
-        for st in status:
-            key = (agent, st.name)
-            rec = dict(agent=agent, name=st.name, host=st.host or host, families=list(st.families), state=st.state,
-                       reason=st.reason, demo=st.demo, last_seen=seen)
-            old = self._sources.get(key)
-            self._sources[key] = rec
-            if old is None or any(old[k] != rec[k] for k in ("host", "families", "state", "reason", "demo")) \
-                    or seen - old["last_seen"] > 60:
-                changed.append(rec)
-        if changed:
-            with self._wlock:
-                self._cur.executemany(
-                    "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(r["agent"], r["name"], r["host"], ",".join(r["families"]), r["state"], r["reason"],
-                      r["demo"], r["last_seen"]) for r in changed],
-                )
+        """Keep an agent's source states; a changed one (or one back after a minute's silence) is
+        written by the next flush. Called on the ingest path, so it never waits for the write lock: a
+        checkpoint or a re-sort holds it for seconds, and every agent's ack would wait behind it."""
+        with self._slock:
+            for st in status:
+                key = (agent, st.name)
+                rec = dict(agent=agent, name=st.name, host=st.host or host, families=list(st.families),
+                           state=st.state, reason=st.reason, demo=st.demo, last_seen=seen)
+                old = self._sources.get(key)
+                self._sources[key] = rec
+                if old is None or any(old[k] != rec[k] for k in ("host", "families", "state", "reason", "demo")) \
+                        or seen - old["last_seen"] > 60:
+                    self._pending_sources[key] = rec
 
     def sources(self) -> list[dict]:
-        return [dict(v) for _, v in sorted(self._sources.items())]
+        with self._slock:
+            return [dict(v) for _, v in sorted(self._sources.items())]
 
     def hosts(self) -> list[str]:
         return sorted(self._hosts)
