@@ -1,9 +1,11 @@
 """Load test: many agents on loopback against a real `loupe serve`.
 
-    python -m bench.load [--agents 50] [--rows 1000] [--seconds 600] [--warmup 30]
+    python -m bench.load [--agents 50] [--rows 1000] [--seconds 600] [--warmup 30] [--format arrow]
 
 Each agent is a process that, once a second, sends the second that just closed as one
-version-2 `nfs` frame of --rows rows (its own clients and files) and waits for the answer.
+`nfs` frame of --rows rows (its own clients and files) and waits for the answer. As `loupe
+agent` does, it sends frame version 3 (Arrow IPC) with its sources' status; `--format json`
+sends version-2 JSON instead (what an agent falls back to for a server without version 3).
 Recorded, after the warm-up:
 - ingest lag: from the end of a second to its acknowledgement (what a live chart waits), p50/p99;
 - the server process's CPU (% of one core) and RSS, sampled every second from /proc, with the
@@ -33,6 +35,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from loupe.arrow_ipc import MEDIA_TYPE as ARROW, encode_part, request_body
+
 from .procs import ROOT, proc_sample, served
 
 TOKEN = "load-test-token"
@@ -58,19 +62,30 @@ def frame(agent: int, seq: int, ts: int, rows: int, rng: random.Random) -> dict:
                                              "n": [1] * rows}}}}
 
 
-def agent_main(agent: int, base: str, rows: int, until: float, out: mp.Queue) -> None:
+def body(fr: dict, agent: int, fmt: str) -> tuple[bytes, str]:
+    """A request as `loupe agent` makes it: the frame and the agent's sources' status."""
+    request = {"agent": f"load{agent}", "status": [{"name": "load.nfs", "families": ["nfs"], "state": "active"}],
+               "sent_at": time.time()}
+    if fmt == "json":
+        return json.dumps({"frames": [fr], **request}).encode(), "application/json"
+    header = {k: fr[k] for k in ("source", "seq", "ts", "host")}
+    return request_body([(header, encode_part(fr["family"], fr["columns"]))], request), ARROW
+
+
+def agent_main(agent: int, base: str, rows: int, until: float, fmt: str, out: mp.Queue) -> None:
     lags: list = []
     counts = [0, 0, 0, 0, 0]
     error = None
     try:
-        _send(agent, base, rows, until, random.Random(agent), lags, counts)
+        _send(agent, base, rows, until, fmt, random.Random(agent), lags, counts)
     except Exception as e:  # reported, not lost: the run's figures then say an agent failed
         error = f"{type(e).__name__}: {e}"
     out.put(dict(agent=agent, lags=lags, **dict(zip(("sent", "acked", "rejected", "refused", "acked_ops"), counts)),
                  error=error))
 
 
-def _send(agent: int, base: str, rows: int, until: float, rng: random.Random, lags: list, counts: list) -> None:
+def _send(agent: int, base: str, rows: int, until: float, fmt: str, rng: random.Random, lags: list,
+          counts: list) -> None:
     """Send one frame a second until `until`; counts: sent, acknowledged, rejected, refused, operations acked."""
     seq = 0
     with httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
@@ -81,10 +96,10 @@ def _send(agent: int, base: str, rows: int, until: float, rng: random.Random, la
             nxt += 1
             seq += 1
             fr = frame(agent, seq, ts, rows, rng)
-            body = json.dumps({"frames": [fr], "agent": f"load{agent}", "sent_at": time.time()})
+            content, media_type = body(fr, agent, fmt)
             counts[0] += 1
             try:
-                r = c.post("/api/v1/ingest", content=body, headers={"Content-Type": "application/json"})
+                r = c.post("/api/v1/ingest", content=content, headers={"Content-Type": media_type})
             except httpx.HTTPError:
                 counts[3] += 1
                 continue
@@ -119,6 +134,8 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=int, default=1000, help="rows per agent per second")
     p.add_argument("--seconds", type=int, default=600)
     p.add_argument("--warmup", type=int, default=30, help="seconds left out of the figures")
+    p.add_argument("--format", choices=("arrow", "json"), default="arrow",
+                   help="frame version 3 (Arrow IPC, as `loupe agent` sends) or version-2 JSON")
     p.add_argument("--tmp", default=None, help="scratch directory for the server's data")
     a = p.parse_args(argv)
 
@@ -128,7 +145,7 @@ def main(argv=None) -> int:
         start = time.time()
         until = start + a.seconds
         out: mp.Queue = mp.Queue()
-        agents = [mp.Process(target=agent_main, args=(i, base, a.rows, until, out), daemon=True)
+        agents = [mp.Process(target=agent_main, args=(i, base, a.rows, until, a.format, out), daemon=True)
                   for i in range(a.agents)]
         for ag in agents:
             ag.start()
@@ -179,7 +196,7 @@ def main(argv=None) -> int:
     acked = sum(r["acked"] for r in results)
     res = dict(
         when=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), agents=a.agents, rows_per_agent=a.rows,
-        seconds=a.seconds, warmup=a.warmup, cpus=os.cpu_count(),
+        seconds=a.seconds, warmup=a.warmup, format=a.format, cpus=os.cpu_count(),
         lag_p50_s=float(np.percentile(lags, 50)) if len(lags) else None,
         lag_p99_s=float(np.percentile(lags, 99)) if len(lags) else None,
         lag_max_s=float(lags.max()) if len(lags) else None,
