@@ -1,14 +1,12 @@
 """POST /api/v1/ingest: frames from agents, as JSON (versions 1 and 2) or Arrow IPC (version 3)."""
 
 import email.message
-import json
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import ValidationError
 
 from ...frame import IngestRequest, IngestResult
 from ...frame_v3 import MEDIA_TYPE as ARROW, FrameError, StreamError, decode
@@ -52,49 +50,16 @@ async def ingest_arrow(loupe: LoupeDep, request: Request) -> IngestResponse:
     return _answer(loupe, req, out)
 
 
-def _parse_json(body: bytes) -> IngestRequest:
-    """A version-1/2 body -> IngestRequest, with the errors FastAPI gives for a body parameter."""
-    if not body:
-        raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
-    try:
-        value = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        pos, msg = (e.pos, e.msg) if isinstance(e, json.JSONDecodeError) else (e.start, str(e))
-        raise RequestValidationError([{"type": "json_invalid", "loc": ("body", pos), "msg": "JSON decode error",
-                                       "input": {}, "ctx": {"error": msg}}]) from None
-    except RecursionError:
-        raise HTTPException(400, "There was an error parsing the body: JSON nested too deeply") from None
-    try:
-        return IngestRequest.model_validate(value, from_attributes=True)
-    except ValidationError as e:
-        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])}
-                                      for err in e.errors(include_url=False)]) from None
-
-
-async def ingest_json(loupe: LoupeDep, request: Request) -> IngestResponse:
-    """A JSON body: parsed, validated and stored in one worker thread. FastAPI would parse and
-    validate it on the event loop, where 50 agents' 1,000-row frames kept every other request
-    waiting (bench.load --format json: lag p99 16 s)."""
-    body = await request.body()
-
-    def run():
-        req = _parse_json(body)
-        return req, loupe.ingest(req, getattr(request.state, "arrived", None))
-
-    req, out = await run_in_threadpool(run)
-    return _answer(loupe, req, out)
-
-
 class IngestRoute(APIRoute):
-    """One operation, two bodies: a JSON body (the documented IngestRequest schema) goes to
-    :func:`ingest_json`, an Arrow IPC body to :func:`ingest_arrow`; each reads the bytes itself
-    and decodes them off the event loop. Any other media type is 415."""
+    """One operation, two bodies: JSON goes through FastAPI's own parsing of IngestRequest (the
+    documented schema), an Arrow IPC body to :func:`ingest_arrow`, which reads the bytes itself
+    (FastAPI would try them as an IngestRequest); any other media type is 415."""
 
     def get_route_handler(self):
-        # The same dependencies (the ingest token); neither function has a body parameter to parse.
-        as_json, as_arrow = (APIRoute(self.path, fn, dependencies=self.dependencies,
-                                      response_model=IngestResponse).get_route_handler()
-                             for fn in (ingest_json, ingest_arrow))
+        as_json = super().get_route_handler()
+        # The same dependencies (the ingest token): ingest_arrow has no body parameter to parse.
+        as_arrow = APIRoute(self.path, ingest_arrow, dependencies=self.dependencies,
+                            response_model=IngestResponse).get_route_handler()
 
         async def handler(request: Request):
             media_type = _media_type(request)
@@ -128,8 +93,8 @@ BODY_DOC = {
                         503: {"description": "The store cannot take writes now; detail says why (retry)"},
                         422: {"description": "Malformed frame; detail names the frame and the field"}})
 async def ingest(req: IngestRequest, loupe: LoupeDep, request: Request) -> IngestResponse:
-    # Documents the operation; IngestRoute sends each request to ingest_json or ingest_arrow.
-    raise AssertionError("IngestRoute dispatches this operation")
+    out = await run_in_threadpool(loupe.ingest, req, getattr(request.state, "arrived", None))
+    return _answer(loupe, req, out)
 
 
 def _answer(loupe: Loupe, req: IngestRequest, out) -> IngestResponse:
