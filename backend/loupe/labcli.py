@@ -284,7 +284,7 @@ def _ganesha(a: argparse.Namespace, argv: list[str], data_dir: Path, names: list
             files[c.ip] = (f.name, a.file_size)
         if a.serve:
             s.serve = _Serve(data_dir, a.port, wire_decoder_env(lab, g)).ready()
-            s.serve.wait_active("bpf.nfswire")  # the BPF verifier can take a minute on a busy machine
+            agent_id = s.serve.wait_active("bpf.nfswire")  # the BPF verifier can take a minute on a busy machine
             _say(f"Loupe at {s.base}/ (data {data_dir}); the lab's runs are on its Runs page")
         for name in names:
             w = WORKLOADS[name]
@@ -295,8 +295,11 @@ def _ganesha(a: argparse.Namespace, argv: list[str], data_dir: Path, names: list
                     _counts(w.title, r)
                 s.reports.append({"workload": name, "clients": results})
                 continue
+            done = time.time()
             api_call(s.base, "POST", f"/runs/{run['id']}/stop", {"exit_code": 0})
-            time.sleep(2.5)  # the agent sends each second just after it closes
+            # The agent sends each second just after it closes, but on a busy machine later than
+            # any fixed wait: a report made before the last second arrived missed its I/O.
+            s.serve.drained(agent_id, done + s.serve.margin(agent_id))
             api_call(s.base, "POST", f"/runs/{run['id']}/results", {"format": "simple", "clients": [
                 {k: r[k] for k in ("client", "read_bytes", "write_bytes", "read_ops", "write_ops", "create_ops")}
                 | {"runtime": round(r["runtime"], 3)} for r in results]})
