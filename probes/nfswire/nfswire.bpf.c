@@ -322,8 +322,17 @@ struct {
 	__type(value, struct nfsw_val);
 } counts SEC(".maps");
 
+/* When counts is full, a client's op goes here without its file: a flood of new
+ * files (creates) fills counts, and the client's totals must survive it. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);	/* the "other" row when counts is full */
+	__uint(type, BPF_MAP_TYPE_HASH);	/* drained each second */
+	__uint(max_entries, NFSW_SPILL_KEYS);
+	__type(key, struct nfsw_key);
+	__type(value, struct nfsw_val);
+} spill SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);	/* the "other" row when spill is full too */
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct nfsw_val);
@@ -1262,8 +1271,14 @@ __noinline int nfsw_count(__u32 i, __u64 lat, __u32 extra)
 	v = bpf_map_lookup_elem(&counts, &key);
 	if (!v && bpf_map_update_elem(&counts, &key, &zero_val, BPF_NOEXIST) == 0)
 		v = bpf_map_lookup_elem(&counts, &key);
-	if (!v) {	/* full: the shared `other` row, with atomic adds */
+	if (!v) {	/* full: this client's op without its file */
 		loupe_count_drop(&drops);
+		key.fh = 0;
+		v = bpf_map_lookup_elem(&spill, &key);
+		if (!v && bpf_map_update_elem(&spill, &key, &zero_val, BPF_NOEXIST) == 0)
+			v = bpf_map_lookup_elem(&spill, &key);
+	}
+	if (!v) {	/* full too: the shared `other` row, with atomic adds */
 		__u32 zero = 0;
 
 		v = bpf_map_lookup_elem(&other, &zero);

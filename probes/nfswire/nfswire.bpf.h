@@ -8,6 +8,7 @@
 #define NFSW_SCRATCH 1024	/* bytes of a record's head copied for parsing */
 #define NFSW_DIRCHUNK 4096	/* bytes of a READDIRPLUS reply handed to user space */
 #define NFSW_MAX_KEYS 16384
+#define NFSW_SPILL_KEYS 4096	/* client x version x op x CPU, when counts is full */
 #define NFSW_LAT_N 26		/* catalog LATENCY 10..35 */
 #define NFSW_SIZE_N 16		/* catalog SIZE 9..24 */
 #define NFSW_OFF_N 34		/* catalog OFFSET 12..45 */

@@ -72,7 +72,7 @@ class NfsWireProbe(BpfProbe):
     families = ("nfs",)
     OBJECT = "nfswire.bpf.o"
     PROGRAMS = ()  # tc programs: attached per interface in prepare()
-    DRAIN = ("binds", "dirs", "counts")
+    DRAIN = ("binds", "dirs", "counts", "spill")
     COUNTERS = ("drops", "other", "wire")
 
     def __init__(self, host: str, *, ifaces: Iterable[str] | None = None, port: int | None = None,
@@ -170,11 +170,13 @@ class NfsWireProbe(BpfProbe):
         if self.by_handle is not None:
             self.by_handle.fs.sweep()  # mount fds idle too long are closed even when nothing asks
         rows = []
-        for kb, vb in drained.get("counts", ()):
+        # `spill`: a client's ops when `counts` was full, without their file (a flood of new files)
+        for spilled, (kb, vb) in [(False, x) for x in drained.get("counts", ())] + \
+                [(True, x) for x in drained.get("spill", ())]:
             k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
             if not v.count:
                 continue
-            path = self.resolver.file(k.fh)
+            path = "" if spilled else self.resolver.file(k.fh)
             rows.append(row({"client": client_addr(k.family, bytes(k.addr)), "proto": proto_name(k.proto),
                              "op": op_name(k.proto, k.op), "share": self.resolver.share(path),
                              "file": path}, v))

@@ -437,3 +437,34 @@ def _starts(records: list[bytes]) -> list[int]:
         out.append(at)
         at += len(r)
     return out
+
+
+def test_ops_past_a_full_key_table_keep_their_client_without_their_file(dec):
+    """A flood of new files fills `counts` (16,384 keys): the ops past it go to `spill`
+    under their client, with no file (fh 0), not to the client-less `other` row."""
+    from loupe_probes.nfswire.wire import Key, Val, client_addr, op_name
+
+    def call(i: int) -> bytes:
+        return record(i, call_body(NFS_PROG, 3, GETATTR, opaque(i.to_bytes(4, "big") + FH[4:])))
+
+    flood, late = Conn(dec), Conn(dec, "10.9.0.12", 801)
+    n = 16384
+    for i in range(0, n, 16):
+        flood.calls(b"".join(call(x) for x in range(i + 1, i + 17)))
+        flood.replies(b"".join(getattr_reply(x) for x in range(i + 1, i + 17)))
+    for i in range(0, 48, 16):
+        late.calls(b"".join(call(x) for x in range(n + i + 1, n + i + 17)))
+        late.replies(b"".join(getattr_reply(x) for x in range(n + i + 1, n + i + 17)))
+    rows = {}
+    for table in ("counts", "spill"):
+        got: Counter = Counter()
+        for kb, vb in dec.obj.map(table).items():
+            k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
+            assert op_name(k.proto, k.op) == "getattr"
+            assert table == "counts" or k.fh == 0, "a spilled row keeps no file"
+            got[client_addr(k.family, bytes(k.addr))] += v.count
+        rows[table] = got
+    other = Val.from_buffer_copy(dec.obj.map("other").lookup(b"\0\0\0\0"))
+    assert other.count == 0, "an op went to the client-less (other) row"
+    assert rows["spill"]["10.9.0.12"] > 0 and len(dec.obj.map("counts").items()) == n
+    assert rows["counts"] + rows["spill"] == Counter({"10.9.0.11": n, "10.9.0.12": 48})

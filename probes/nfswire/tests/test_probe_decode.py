@@ -1,0 +1,24 @@
+"""The wire probe's decode of its drained maps: a row of `spill` (ops past a full key table)
+keeps its client and op and has no file; a row of `counts` has its file."""
+
+import socket
+
+from loupe_probes.nfswire.probe import NfsWireProbe
+from loupe_probes.nfswire.wire import Key, Val
+
+def entry(client: str, fh: int, count: int) -> tuple[bytes, bytes]:
+    k = Key(fh=fh, op=1, proto=1, family=4, cpu=0)  # IPv4, NFSv3 GETATTR
+    k.addr[:4] = socket.inet_aton(client)
+    v = Val(count=count)
+    return bytes(k), bytes(v)
+
+def test_spilled_ops_keep_their_client_and_have_no_file():
+    probe = NfsWireProbe("nas", ifaces=[], port=2049, exports=["/export"], opener=False)
+    (family, host, rows), = probe.decode({"counts": [entry("10.0.0.1", 0x1234, 5)],
+                                         "spill": [entry("10.0.0.2", 0, 7), entry("10.0.0.2", 0, 2)]}, 1)
+    got = {(r["dims"]["client"], r["dims"]["op"], r["dims"]["file"]): r["count"] for r in rows}
+    assert (family, host) == ("nfs", "nas")
+    assert got[("10.0.0.2", "getattr", "")] == 9
+    (path,) = [f for (c, _, f) in got if c == "10.0.0.1"]
+    assert path and got[("10.0.0.1", "getattr", path)] == 5
+    assert not any(c == "(other)" for c, _, _ in got)
