@@ -171,15 +171,15 @@ class NfsWireProbe(BpfProbe):
             self.by_handle.fs.sweep()  # mount fds idle too long are closed even when nothing asks
         rows = []
         # `spill`: a client's ops when `counts` was full, without their file (a flood of new files)
-        for spilled, (kb, vb) in [(False, x) for x in drained.get("counts", ())] + \
-                [(True, x) for x in drained.get("spill", ())]:
-            k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
-            if not v.count:
-                continue
-            path = "" if spilled else self.resolver.file(k.fh)
-            rows.append(row({"client": client_addr(k.family, bytes(k.addr)), "proto": proto_name(k.proto),
-                             "op": op_name(k.proto, k.op), "share": self.resolver.share(path),
-                             "file": path}, v))
+        for table in ("counts", "spill"):
+            for kb, vb in drained.get(table, ()):
+                k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
+                if not v.count:
+                    continue
+                path = self.resolver.file(k.fh) if table == "counts" else ""
+                rows.append(row({"client": client_addr(k.family, bytes(k.addr)), "proto": proto_name(k.proto),
+                                 "op": op_name(k.proto, k.op), "share": self.resolver.share(path),
+                                 "file": path}, v))
         return finish(rows, drained, self.host)
 
     def _cost(self, *args) -> dict[str, float]:
