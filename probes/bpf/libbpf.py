@@ -132,6 +132,7 @@ def _bind(L: ctypes.CDLL) -> ctypes.CDLL:
         "bpf_map__key_size": (u32, [vp]),
         "bpf_map__value_size": (u32, [vp]),
         "bpf_map__max_entries": (u32, [vp]),
+        "bpf_map__set_max_entries": (i, [vp, u32]),
         "bpf_map__type": (i, [vp]),
         "bpf_map_lookup_elem": (i, [i, vp, vp]),
         "bpf_map_update_elem": (i, [i, vp, vp, ctypes.c_uint64]),
@@ -290,9 +291,11 @@ class BpfMap:
 class BpfObject:
     """One loaded .bpf.o: its programs, links and maps; close() undoes everything."""
 
-    def __init__(self, path: str | os.PathLike, *, skip: tuple[str, ...] = ()) -> None:
+    def __init__(self, path: str | os.PathLike, *, skip: tuple[str, ...] = (),
+                 resize: dict[str, int] | None = None) -> None:
         """Open and load ``path``. Programs named in ``skip`` are not loaded (e.g. an
-        fentry program this kernel refuses), so the rest of the object still loads."""
+        fentry program this kernel refuses), so the rest of the object still loads.
+        ``resize``: map name -> max_entries, set before the maps are created."""
         L = lib()
         self.path = Path(path)
         if not self.path.exists():
@@ -314,6 +317,14 @@ class BpfObject:
                 L.bpf_program__set_autoload(prog, False)
             prog = L.bpf_object__next_program(ptr, prog)
         self.skipped = tuple(n for n in skip if n in self.programs)
+        for name, n in (resize or {}).items():
+            m = L.bpf_object__find_map_by_name(ptr, name.encode())
+            rc = L.bpf_map__set_max_entries(m, n) if m else 0
+            if not m or rc:
+                L.bpf_object__close(ptr)
+                self._ptr = None
+                what = f"sizing map {name} of {self.path.name} to {n} entries"
+                raise BpfError(_why(_errno(rc), what) if m else f"{what}: the object has no such map")
         rc = L.bpf_object__load(ptr)
         if rc:
             err = _errno(rc)

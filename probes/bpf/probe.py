@@ -92,6 +92,10 @@ class BpfProbe:
     DRAIN: tuple[str, ...] = ()
     CUMULATIVE: tuple[str, ...] = ()  # hash maps of u64 counters read and differenced, not drained
     COUNTERS: tuple[str, ...] = ("drops",)
+    # map -> the environment variable that sets its max_entries at load (a site with more keys a
+    # second than the built-in size sets it larger, rather than lose the detail to the overflow row)
+    SIZES: dict[str, str] = {}
+    MAX_SIZE = 1 << 20
     replayable = False
     replaces: tuple[str, ...] = ()  # registry names this probe supersedes while active
 
@@ -168,17 +172,30 @@ class BpfProbe:
         _hold_stats()
         return True
 
+    def sizes(self) -> dict[str, int]:
+        """The maps' sizes set by the environment (``SIZES``); a bad value names its variable."""
+        out = {}
+        for m, var in self.SIZES.items():
+            raw = os.environ.get(var, "").strip()
+            if not raw:
+                continue
+            if not raw.isdigit() or not 1 <= int(raw) <= self.MAX_SIZE:
+                raise BpfError(f"{var}={raw!r}: not a whole number of keys from 1 to {self.MAX_SIZE}")
+            out[m] = int(raw)
+        return out
+
     def _load(self) -> None:
         skip: list[str] = []
+        resize = self.sizes()
         try:
-            obj = BpfObject(self.object_path)
+            obj = BpfObject(self.object_path, resize=resize)
         except BpfError as first:
             if not self.OPTIONAL_PROGRAMS:
                 raise
             # An optional program (e.g. fentry, which some kernels refuse) may be what
             # failed to load; the required ones still give a working probe without it.
             skip = list(self.OPTIONAL_PROGRAMS)
-            obj = BpfObject(self.object_path, skip=tuple(skip))
+            obj = BpfObject(self.object_path, skip=tuple(skip), resize=resize)
             self.notes.append(f"optional {', '.join(skip)} not loaded: {first}")
         self.obj = obj
         self.prepare(obj)

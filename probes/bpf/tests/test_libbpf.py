@@ -77,6 +77,57 @@ def test_batch_drain_returns_every_entry_once_and_empties_the_map():
             obj.attach("nope")
 
 
+def test_a_map_resized_at_load_holds_that_many_keys():
+    require_bpf(DISK_OBJ)
+    with BpfObject(DISK_OBJ, resize={"io": 64}) as obj:
+        m = obj.map("io")
+        assert m.max_entries == 64
+        for i in range(64):
+            m.update(struct.pack("<IB3x", i, 0), bytes(m.value_bytes))
+        with pytest.raises(BpfError):  # the 65th key: the kernel's table is that small
+            m.update(struct.pack("<IB3x", 64, 0), bytes(m.value_bytes))
+    with pytest.raises(BpfError, match="sizing map nope of disk.bpf.o to 8 entries: the object has no such map"):
+        BpfObject(DISK_OBJ, resize={"nope": 8})
+
+
+@pytest.mark.parametrize("value, error", [
+    ("", None), ("512", None), (" 1048576 ", None),
+    ("0", "LOUPE_TEST_KEYS='0': not a whole number of keys from 1 to 1048576"),
+    ("-5", "LOUPE_TEST_KEYS='-5'"), ("16k", "LOUPE_TEST_KEYS='16k'"), ("1048577", "LOUPE_TEST_KEYS='1048577'"),
+])
+def test_map_sizes_from_the_environment(monkeypatch, value, error):
+    from loupe_probes.bpf.probe import BpfProbe
+
+    class P(BpfProbe):
+        SIZES = {"io": "LOUPE_TEST_KEYS"}
+
+    monkeypatch.setenv("LOUPE_TEST_KEYS", value)
+    if error is None:
+        assert P("h").sizes() == ({"io": int(value)} if value else {})
+    else:
+        with pytest.raises(BpfError, match=error.replace("(", r"\(")):
+            P("h").sizes()
+
+
+def test_a_bad_map_size_turns_the_probe_off_with_the_variables_name(monkeypatch):
+    require_bpf(DISK_OBJ)
+    from loupe_probes.disk import DiskProbe
+
+    class Sized(DiskProbe):
+        SIZES = {"io": "LOUPE_TEST_KEYS"}
+
+    monkeypatch.setenv("LOUPE_TEST_KEYS", "lots")
+    p = Sized("h", object_dir=DISK_OBJ.parent)
+    assert not p.start()
+    assert p.state == "error" and "LOUPE_TEST_KEYS='lots'" in p.reason
+    monkeypatch.setenv("LOUPE_TEST_KEYS", "128")
+    p = Sized("h", object_dir=DISK_OBJ.parent)
+    try:
+        assert p.start() and p.obj.map("io").max_entries == 128
+    finally:
+        p.close()
+
+
 def test_a_probe_loading_in_the_background_says_so_and_collects_nothing():
     import threading
 
