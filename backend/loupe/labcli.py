@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import sys
@@ -326,7 +327,11 @@ def _knfsd(a: argparse.Namespace, argv: list[str], data_dir: Path, names: list[s
     if a.serve:
         token = secrets.token_hex(16)
         s.serve = _Serve(data_dir, a.port, {"LOUPE_INGEST_TOKEN": token}, ("--no-local-agent",))
-        agent = (f"exec python3 -m loupe_probes.agent --server http://{HOST_FROM_GUEST}:{s.serve.port} "
+        # bpf.nfsd's map sizes (LOUPE_NFSD_KEYS) set here apply to the guest's agent
+        from loupe_probes.nfsd.probe import NfsdProbe
+
+        env = " ".join(f"{v}={shlex.quote(os.environ[v])}" for v in NfsdProbe.SIZES.values() if os.environ.get(v))
+        agent = (f"exec env {env} python3 -m loupe_probes.agent --server http://{HOST_FROM_GUEST}:{s.serve.port} "
                  f"--token={token} --sources bpf.nfsd --host {GUEST_HOST}")
     with KnfsdLab(clients, steps, size=a.file_size, seconds=a.seconds, workdir=data_dir, agent=agent, say=_say) as kl:
         kl.prepare()  # while Loupe starts

@@ -129,6 +129,16 @@ struct {
 	__type(value, struct nfsd_val);
 } other SEC(".maps");
 
+/* When counts is full, a client's op goes here without its file (its share
+ * kept): a flood of new files (creates) fills counts, and each client's totals
+ * must survive it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);	/* drained each second */
+	__uint(max_entries, NFSD_SPILL_KEYS);
+	__type(key, struct nfsd_key);
+	__type(value, struct nfsd_val);
+} spill SEC(".maps");
+
 /* Names not yet handed to user space (drained each second). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -336,7 +346,14 @@ __noinline int count(__u64 lat, __u64 io, __u64 bytes, __u64 off)
 
 	if (!k)
 		return 0;
-	v = lookup_or_init(&counts, k, &zero_val, &other, &drops);
+	v = lookup_or_insert(&counts, k, &zero_val);
+	if (!v) {	/* full: this client's op without its file */
+		loupe_count_drop(&drops);
+		k->file = NFSD_ID_NONE;
+		v = lookup_or_insert(&spill, k, &zero_val);
+	}
+	if (!v)		/* full too: the client-less `other` row */
+		v = bpf_map_lookup_elem(&other, &zero);
 	if (!v)
 		return 0;
 	add(&v->count, 1);

@@ -5,7 +5,8 @@
 #define NFSD_MAX_OPS 16		/* ops of one COMPOUND held until its latency is known */
 #define NFSD_NAME_MAX 256	/* one path component (NAME_MAX 255 + NUL) */
 #define NFSD_MAX_DEPTH 32	/* path components walked up from a file */
-#define NFSD_MAX_KEYS 16384
+#define NFSD_MAX_KEYS 16384	/* the default; LOUPE_NFSD_KEYS sets it at load */
+#define NFSD_SPILL_KEYS 4096	/* client x proto x op x share, when counts is full */
 #define NFSD_MAX_THREADS 4096	/* nfsd threads with a request in flight */
 #define NFSD_LAT_N 26		/* catalog LATENCY 10..35 */
 #define NFSD_SIZE_N 16		/* catalog SIZE 9..24 */

@@ -115,7 +115,8 @@ class NfsdProbe(BpfProbe):
     OPTIONAL_PROGRAMS = ("nfsd_rename",)  # fexit/d_move: names follow renames
     # `counts` before `names`: a file is named before any of its ops is counted, so
     # every row drained has its names in the same second's drain.
-    DRAIN = ("counts", "names")
+    DRAIN = ("counts", "spill", "names")
+    SIZES = {"counts": "LOUPE_NFSD_KEYS"}
     COUNTERS = ("drops", "other", "stats")
     # On a knfsd server the wire decoder would count the same operations again.
     replaces = ("bpf.nfswire",)
@@ -160,13 +161,15 @@ class NfsdProbe(BpfProbe):
             for n, v in decode_stats(st[0][1]).items():
                 self.stats[n] += v
         rows = []
-        for kb, vb in drained.get("counts", ()):
-            v = Val.from_buffer_copy(vb)
-            if not v.count:
-                continue
-            k = decode_key(kb)
-            rows.append(row({"client": k["client"], "proto": k["proto"], "op": k["op"],
-                             "share": self.path(k["share"]), "file": self.path(k["file"])}, v))
+        # `spill`: a client's ops when `counts` was full, its file id already NONE (a flood of new files)
+        for table in ("counts", "spill"):
+            for kb, vb in drained.get(table, ()):
+                v = Val.from_buffer_copy(vb)
+                if not v.count:
+                    continue
+                k = decode_key(kb)
+                rows.append(row({"client": k["client"], "proto": k["proto"], "op": k["op"],
+                                 "share": self.path(k["share"]), "file": self.path(k["file"])}, v))
         return finish(rows, drained, self.host)
 
 

@@ -1268,15 +1268,11 @@ __noinline int nfsw_count(__u32 i, __u64 lat, __u32 extra)
 	 * with bottom halves off), so plain adds do, and its lines stay in this CPU's
 	 * cache instead of bouncing to the CPU that sent the last reply */
 	key.cpu = bpf_get_smp_processor_id();
-	v = bpf_map_lookup_elem(&counts, &key);
-	if (!v && bpf_map_update_elem(&counts, &key, &zero_val, BPF_NOEXIST) == 0)
-		v = bpf_map_lookup_elem(&counts, &key);
+	v = lookup_or_insert(&counts, &key, &zero_val);
 	if (!v) {	/* full: this client's op without its file */
 		loupe_count_drop(&drops);
 		key.fh = 0;
-		v = bpf_map_lookup_elem(&spill, &key);
-		if (!v && bpf_map_update_elem(&spill, &key, &zero_val, BPF_NOEXIST) == 0)
-			v = bpf_map_lookup_elem(&spill, &key);
+		v = lookup_or_insert(&spill, &key, &zero_val);
 	}
 	if (!v) {	/* full too: the shared `other` row, with atomic adds */
 		__u32 zero = 0;

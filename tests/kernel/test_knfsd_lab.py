@@ -3,13 +3,16 @@ guest, where an NFSv3 and an NFSv4.2 kernel client (each in its own network name
 write, a read and a file-create workload as fio jobs, while the guest's Loupe agent (bpf.nfsd)
 pushes to a Loupe on this host; each workload is a marked run, each client's fio JSON its result,
 and the validation report must agree with fio: bytes, and files created (NFSv3 CREATE, NFSv4
-OPEN asking to create). A client whose report is forged 30 % high must be the one flagged;
+OPEN asking to create). The agent's key table is cut to KEYS a second (LOUPE_NFSD_KEYS), so the
+file creates overflow it as a flood of new files overflows the full-size one: each client's
+counts must still be exact. A client whose report is forged 30 % high must be the one flagged;
 Ctrl-C must leave no QEMU behind.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -24,6 +27,7 @@ pytestmark = pytest.mark.kernel
 
 WORKLOADS = {"stream-write-light": "write", "stream-read-light": "read"}  # the direction each moves
 CREATES = "filecreate"
+KEYS = 32  # bpf.nfsd's (client, proto, op, file) keys a second; 16,384 by default
 
 
 def lab_argv(data_dir: Path, *extra: str) -> list[str]:
@@ -39,7 +43,8 @@ def lab(guest_image, tmp_path_factory):
     argv = ["--serve", "--clients", "2", "--seconds", "3", "--file-size", "4M", "--json"]
     for w in (*WORKLOADS, CREATES):
         argv += ["--workload", w]
-    r = subprocess.run(lab_argv(data, *argv), capture_output=True, text=True, cwd=guest.REPO, timeout=900)
+    r = subprocess.run(lab_argv(data, *argv), capture_output=True, text=True, cwd=guest.REPO, timeout=900,
+                       env={**os.environ, "LOUPE_NFSD_KEYS": str(KEYS)})
     assert r.returncode == 0, f"loupe lab exited {r.returncode}:\n{r.stderr[-4000:]}"
     return data, json.loads(r.stdout), r.stderr
 
@@ -90,6 +95,25 @@ def test_each_clients_creates_agree_with_its_fio_json_over_nfsv3_and_nfsv4(lab, 
         ops = {x["key"]: round(sum(x["values"])) for x in q["series"]}
         want = "create" if c["nfs_version"] == "3" else "open_create"
         assert set(ops) == {want} and ops[want] == wire[c["client"]]["wire"]["create_ops"], (c, ops)
+
+
+def test_creates_past_a_full_key_table_keep_their_client(lab, loupe_server_on):
+    """The creates overflowed the agent's KEYS-key table: the excess was counted under its client
+    and op without its file (the spill map), and nothing went to the client-less (other) row."""
+    data, out, _ = lab
+    [run] = [r for r in out["runs"] if r["workload"] == CREATES]
+    rep = run["report"]
+    server = loupe_server_on(data / "store")
+    span = dict(start=str(int(rep["start"])), end=str(int(rep["end"])), step=1, top=100)
+    clients = server.get("/api/v1/query", metric="nfs.ops", by="client", **span)
+    assert "(other)" not in {s["key"] for s in clients["series"]}, clients["series"]
+    fileless = 0
+    for c in run["clients"]:
+        q = server.get("/api/v1/query", metric="nfs.ops", by="file",
+                       where=[f"client={c['client']}", "op=create,open_create"], **span)
+        files = {s["key"]: round(sum(s["values"])) for s in q["series"]}
+        fileless += files.get("", 0)
+    assert fileless > 0, "no create went past the key table: the test did not overflow it"
 
 
 def test_the_clients_were_kernel_mounts_of_both_versions(lab):

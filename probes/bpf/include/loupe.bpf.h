@@ -56,22 +56,29 @@ static __always_inline void loupe_count_drop(void *drops_map)
 		add(&d->overflow, 1);
 }
 
-/* Look up `key` in a bounded hash map, inserting `init` if absent. When the
- * map is full, fall back to `other_map`, a 1-entry array of the same value type
- * that is never full, and count the drop: totals are never lost, only their
- * detail. User space reads `other_map` as cumulative counters and diffs them
- * (an array cannot be drained atomically). */
-static __always_inline void *lookup_or_init(void *map, const void *key, const void *init,
-					    void *other_map, void *drops_map)
+/* Look up `key` in a bounded hash map, inserting `init` if absent; NULL when
+ * the map is full. */
+static __always_inline void *lookup_or_insert(void *map, const void *key, const void *init)
 {
-	__u32 zero = 0;
 	void *v = bpf_map_lookup_elem(map, key);
 
 	if (v)
 		return v;
 	if (bpf_map_update_elem(map, key, init, BPF_NOEXIST) == 0)
 		return bpf_map_lookup_elem(map, key);
-	v = bpf_map_lookup_elem(map, key); /* raced with another CPU's insert? */
+	return bpf_map_lookup_elem(map, key); /* raced with another CPU's insert? */
+}
+
+/* lookup_or_insert(), falling back when the map is full to `other_map`, a
+ * 1-entry array of the same value type that is never full, and counting the
+ * drop: totals are never lost, only their detail. User space reads `other_map`
+ * as cumulative counters and diffs them (an array cannot be drained atomically). */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init,
+					    void *other_map, void *drops_map)
+{
+	__u32 zero = 0;
+	void *v = lookup_or_insert(map, key, init);
+
 	if (v)
 		return v;
 	loupe_count_drop(drops_map);
