@@ -163,6 +163,32 @@ def test_ctrl_c_while_the_guest_boots_kills_qemu(guest_image, tmp_path):
     assert not _is_qemu(qemu), f"QEMU {qemu} is still running"
 
 
+def test_a_guest_that_dies_before_its_job_begins_is_booted_again(guest_image, tmp_path):
+    """QEMU ending silently during a TCG boot (once seen in CI) costs one more boot, said on
+    stderr with how QEMU ended; a second death is the lab's error, and nothing is left running."""
+    p = subprocess.Popen(lab_argv(tmp_path, "--clients", "1", "--seconds", "1", "--workload", "stream-read-light"),
+                         stderr=subprocess.PIPE, text=True, cwd=guest.REPO)
+    pids, said = [], ""
+    try:
+        while len(pids) < 2:
+            line = p.stderr.readline()
+            assert line, f"loupe lab ended before booting the guest twice:\n{said}"
+            said += line
+            if "QEMU pid " in line:
+                pids.append(int(line.split("QEMU pid ")[1].split(",")[0]))
+                assert "loupe-knfsd-guest" in Path(f"/proc/{pids[-1]}/cmdline").read_text()
+                os.kill(pids[-1], signal.SIGSEGV)  # as a crash of QEMU itself would end it
+        rest = p.communicate(timeout=60)[1]
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "QEMU killed by SIGSEGV; its job never said how it ended) before its job began; booting it again " \
+           "(2 of 2)" in said, said
+    assert p.returncode != 0 and "the knfsd guest stopped (QEMU killed by SIGSEGV" in rest, rest
+    assert "booting it again" not in rest, rest
+    assert not any(_is_qemu(pid) for pid in pids)
+
+
 def _is_qemu(pid: int) -> bool:
     try:
         return "loupe-knfsd-guest" in Path(f"/proc/{pid}/cmdline").read_text()

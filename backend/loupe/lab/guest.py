@@ -96,6 +96,7 @@ class GuestRun:
     console: str  # everything on the serial console: kernel messages and the job's output
     job: Path  # the job folder, with whatever the job wrote to /job
     seconds: float
+    qemu: str = ""  # how QEMU itself ended, e.g. "QEMU exited 0" or "QEMU killed by SIGSEGV"
 
     def text(self, name: str) -> str | None:
         p = self.job / name
@@ -105,7 +106,8 @@ class GuestRun:
         """Raise GuestError, with the console's tail, unless the job exited 0."""
         if self.rc != 0:
             what = "never finished" if self.rc is None else f"exited {self.rc}"
-            raise GuestError(f"guest job {what} after {self.seconds:.0f} s; console tail:\n{self.console[-6000:]}")
+            raise GuestError(f"guest job {what} after {self.seconds:.0f} s ({self.qemu}); "
+                             f"console tail:\n{self.console[-6000:]}")
         return self
 
 
@@ -145,6 +147,7 @@ class Guest:
             "-display", "none", "-monitor", "none", "-serial", f"file:{self.console}", "-no-reboot",
         ]
         self.start = time.monotonic()
+        self._killed = False
         with open(self.job / "qemu.log", "w") as qlog:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
                                          start_new_session=True, preexec_fn=_die_with_parent)
@@ -156,8 +159,25 @@ class Guest:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def ended(self) -> str:
+        """How QEMU ended, in words. With -no-reboot a guest that resets (a triple fault, a panic
+        before the console is up) makes QEMU exit 0 without a word; a crash of QEMU is a signal."""
+        rc = self.proc.poll()
+        if rc is None:
+            return "QEMU still running"
+        if self._killed:
+            return "QEMU killed by Loupe"
+        if rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return f"QEMU killed by {name}"
+        return f"QEMU exited {rc}"
+
     def kill(self) -> None:
         if self.proc.poll() is None:
+            self._killed = True
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
@@ -174,6 +194,7 @@ class Guest:
         finally:
             self.kill()
         seconds = time.monotonic() - self.start
+        ended = self.ended()
         text = self.console_text()
         rc: int | None = None
         code = self.job / "exit-code"
@@ -182,8 +203,9 @@ class Guest:
         elif m := EXIT_MARK.search(text):
             rc = int(m.group(1))
         if rc is None and not text:
-            text = f"(no console output; QEMU said:)\n{(self.job / 'qemu.log').read_text(errors='replace')}"
-        return GuestRun(rc=rc, console=text, job=self.job, seconds=seconds)
+            said = (self.job / "qemu.log").read_text(errors="replace").strip()
+            text = f"(no console output; QEMU said: {said or 'nothing'})"
+        return GuestRun(rc=rc, console=text, job=self.job, seconds=seconds, qemu=ended)
 
     def __enter__(self) -> Guest:
         return self

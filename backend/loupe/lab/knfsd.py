@@ -38,6 +38,14 @@ FILECREATE_PER_SECOND = 25
 BOOT_TIMEOUT = 900  # boot, knfsd, mounts and laying out the files, under TCG on a busy machine
 
 
+class GuestStopped(LabError):
+    """The guest's QEMU ended while the lab still needed it."""
+
+    def __init__(self, reason: str, console: str) -> None:
+        super().__init__(f"{reason}; console tail:\n{console[-3000:]}")
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class KClient:
     name: str  # c1, c2, ...: its namespace, mount (/mnt/NAME) and folder on the export
@@ -146,13 +154,26 @@ class KnfsdLab:
         self._write_plan()
         self._make_disk()
 
-    def boot(self, memory_mb: int = 2048, cpus: int = 2) -> None:
-        """Boot the prepared guest; back once knfsd, the clients and their files are up."""
-        self.vm = guest.Guest("sh /repo/scripts/guest/knfsd-lab.sh /job", job_dir=self.job,
-                              image=self.image, memory_mb=memory_mb, cpus=cpus, disks=(self.disk,))
+    def boot(self, memory_mb: int = 2048, cpus: int = 2, attempts: int = 2) -> None:
+        """Boot the prepared guest; back once knfsd, the clients and their files are up.
+
+        A guest that stops before its job has said anything never ran a step, so it is booted
+        again (up to ``attempts`` boots in all): under TCG a boot has once ended that way, QEMU
+        gone and the console empty, in a run that passed before and after."""
         accel = "KVM" if "kvm" in guest.accel_args() else "TCG, no KVM here: slow"
-        self.say(f"booting the knfsd guest (QEMU pid {self.vm.pid}, {accel}); its files: {self.job}")
-        self.wait("up", BOOT_TIMEOUT, "the guest to set up knfsd and its clients")
+        for attempt in range(1, attempts + 1):
+            self.vm = guest.Guest("sh /repo/scripts/guest/knfsd-lab.sh /job", job_dir=self.job,
+                                  image=self.image, memory_mb=memory_mb, cpus=cpus, disks=(self.disk,))
+            self.say(f"booting the knfsd guest (QEMU pid {self.vm.pid}, {accel}); its files: {self.job}")
+            try:
+                self.wait("up", BOOT_TIMEOUT, "the guest to set up knfsd and its clients")
+                return
+            except GuestStopped as e:
+                if attempt == attempts or (self.job / "progress").exists():
+                    raise
+                self.say(f"{e.reason} before its job began; booting it again ({attempt + 1} of {attempts})")
+                self._write_plan()
+                self._make_disk()
 
     # ------------------------------------------------------------------ stepping
     def _relay(self) -> None:
@@ -169,7 +190,8 @@ class KnfsdLab:
         self._relay()
         if self.vm and not self.vm.alive():
             run = self.vm.wait(0)
-            raise LabError(f"the knfsd guest stopped (exit {run.rc}); console tail:\n{run.console[-3000:]}")
+            job = "its job never said how it ended" if run.rc is None else f"its job exited {run.rc}"
+            raise GuestStopped(f"the knfsd guest stopped ({run.qemu}; {job})", run.console)
 
     def wait(self, name: str, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
