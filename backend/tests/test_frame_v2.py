@@ -1,11 +1,14 @@
 """Version-2 (columnar) frames store exactly what the same rows as version 1 store."""
 
+import numpy as np
 import pytest
 from factories import NOW, random_nfs_frames
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loupe.catalog import FAMILIES, FILE_OTHER
 from loupe.frame import Frame, rows_to_columns
-from loupe.store.duckdb_store import DuckDBStore
+from loupe.store.duckdb_store import DuckDBStore, _groups, _hist_lists
 
 NFS = FAMILIES["nfs"]
 
@@ -149,3 +152,26 @@ def test_rows_and_columns_convert_both_ways(rows):
     assert is_columns(cols) and not is_columns(rows)
     back = columns_to_rows(cols)
     assert back == [{**r, "dims": {k: r["dims"].get(k, "") for k in cols["dims"]}} for r in rows]
+
+
+@given(st.lists(st.integers(-(2**62), 2**62), max_size=300) | st.lists(st.integers(0, 5), max_size=300))
+def test_groups_are_numpys_unique_inverse_and_first_index(values):
+    a = np.array(values, dtype=np.int64)
+    inverse, first = _groups(a)
+    _, want_first, want_inverse = np.unique(a, return_index=True, return_inverse=True)
+    assert inverse.tolist() == want_inverse.ravel().tolist()
+    assert first.tolist() == want_first.tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 40), st.integers(0, 10**12)), max_size=200))
+def test_histogram_lists_hold_each_rows_buckets_in_order_with_repeats_summed(entries):
+    r, o, v = (np.array(c, dtype=np.int64).reshape(-1) for c in zip(*entries)) if entries else \
+        (np.zeros(0, np.int64),) * 3
+    hk, hv = _hist_lists(r, o, v, 8)
+    want: dict[int, dict[int, int]] = {}
+    for row, ordinal, n in entries:
+        want.setdefault(row, {})
+        want[row][ordinal] = want[row].get(ordinal, 0) + n
+    for row in range(8):
+        buckets = {b: n for b, n in sorted(want.get(row, {}).items()) if n}
+        assert hk[row].as_py() == list(buckets) and hv[row].as_py() == list(buckets.values())

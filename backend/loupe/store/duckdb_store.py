@@ -152,12 +152,27 @@ def _group_ids(keys: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
         if card <= 1:
             continue
         if size * card >= 2**62:
-            uniq, gid = np.unique(gid, return_inverse=True)
-            gid, size = gid.ravel(), len(uniq)
+            gid, first = _groups(gid)
+            size = len(first)
         gid = gid * card + enc.indices.to_numpy()
         size *= card
-    _, first, gid = np.unique(gid, return_index=True, return_inverse=True)
-    return gid.ravel(), first
+    return _groups(gid)
+
+
+def _groups(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group of each element, groups numbered in order of value; smallest index in each group):
+    np.unique's inverse and index, without the stable sort np.unique needs for its index: numpy's
+    default sort of int64 is several times faster at 10k elements (1.6 against 0.26 ms at 30k)."""
+    n = len(a)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.argsort(a)
+    s = a[order]
+    start = np.empty(n, dtype=bool)
+    start[0], start[1:] = True, s[1:] != s[:-1]
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.cumsum(start) - 1
+    return inverse, np.minimum.reduceat(order, np.flatnonzero(start))
 
 
 def _hist_lists(r: np.ndarray, o: np.ndarray, v: np.ndarray, n: int) -> tuple[pa.Array, pa.Array]:
@@ -166,7 +181,7 @@ def _hist_lists(r: np.ndarray, o: np.ndarray, v: np.ndarray, n: int) -> tuple[pa
     nz = v != 0
     key, v = r[nz] << 16 | o[nz], v[nz]  # ordinals are uint16: (row, ordinal) as one sortable int
     if len(key) > 1:
-        order = np.argsort(key, kind="stable")
+        order = np.argsort(key)  # equal keys are summed: their order does not matter
         key, v = key[order], v[order]
         first = np.empty(len(key), dtype=bool)
         first[0], first[1:] = True, key[1:] != key[:-1]
