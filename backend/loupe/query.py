@@ -161,6 +161,12 @@ def bucket_model(dim: str, e: int) -> Bucket:
     return Bucket(index=e, lo=lo, hi=hi, label=bucket_label(h, e))
 
 
+# Why a breakdown by file is approximate: the store keeps the busiest files of each host and
+# period, and an NFS probe whose per-second key table filled counts the rest without their file.
+FOLD_NOTE = (f"Files beyond the busiest per host and period, or past an NFS probe's per-second key table, "
+             f"are folded into '{FILE_OTHER}'.")
+
+
 def folded_note(stat: Statistic, folded: float) -> str:
     """Why a statistic filtered by a directory may undercount: folded files have no path."""
     return (f"{folded:.3g} {stat.metric.unit} of files folded into '{FILE_OTHER}' (beyond the busiest per "
@@ -181,7 +187,7 @@ def to_query_result(stat: Statistic, agg: Aggregate, folded: float = 0.0) -> Que
     w = agg.window
     notes = []
     if agg.approximate:
-        notes.append("Files beyond the busiest per host and period are folded into '(other files)'.")
+        notes.append(FOLD_NOTE)
     if folded:
         notes.append(folded_note(stat, folded))
     return QueryResult(

@@ -15,6 +15,7 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
+from loupe.catalog import FILE_OTHER
 
 from ..bpf.libbpf import BpfError, BpfObject
 from ..bpf.probe import BpfProbe, hist_row
@@ -170,7 +171,8 @@ class NfsWireProbe(BpfProbe):
         if self.by_handle is not None:
             self.by_handle.fs.sweep()  # mount fds idle too long are closed even when nothing asks
         rows = []
-        # `spill`: a client's ops when `counts` was full, without their file (a flood of new files)
+        # `spill`: a client's ops when `counts` was full (a flood of new files), their file not kept:
+        # shown as the store shows files it folds, "(other files)", so charts say they are approximate
         for table in ("counts", "spill"):
             for kb, vb in drained.get(table, ()):
                 k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
@@ -179,7 +181,7 @@ class NfsWireProbe(BpfProbe):
                 path = self.resolver.file(k.fh) if table == "counts" else ""
                 rows.append(row({"client": client_addr(k.family, bytes(k.addr)), "proto": proto_name(k.proto),
                                  "op": op_name(k.proto, k.op), "share": self.resolver.share(path),
-                                 "file": path}, v))
+                                 "file": path if table == "counts" else FILE_OTHER}, v))
         return finish(rows, drained, self.host)
 
     def _cost(self, *args) -> dict[str, float]:

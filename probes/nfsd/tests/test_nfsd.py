@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from loupe.catalog import FILE_OTHER
 from loupe_probes.bpf import libbpf
 from loupe_probes.nfsd.probe import (
     ID_ROOT,
@@ -243,15 +244,16 @@ def test_decode_names_persist_across_seconds_and_other_row():
 
 def test_decode_spilled_ops_keep_their_client_without_a_file():
     """Ops counted in `spill` when `counts` was full (the kernel set their file id to NONE): each
-    client keeps its ops, with the share and no file; none of them are (other)."""
+    client keeps its ops, with the share, their file "(other files)" as the store shows the files
+    it folds; none of them are (other)."""
     probe = NfsdProbe("nas1", tracefs=None, btf_dir="/nonexistent")
     d = drained([(key(C1_ADDR, 4, 1, 8, DATA1, EXPORT), val(1))])  # v3 CREATE with its file
     d["spill"] = [(key(C1_ADDR, 4, 1, 8, 0, EXPORT), val(40)), (key(C2_ADDR, 4, 4, 0xFFFD, 0, EXPORT), val(25))]
     rows = {(r["dims"]["client"], r["dims"]["op"], r["dims"]["file"]): r for r in probe.decode(d, 1)[0][2]}
     assert rows[("10.99.0.11", "create", "/srv/export/c1/data")]["count"] == 1
-    assert rows[("10.99.0.11", "create", "")]["count"] == 40
-    assert rows[("10.99.0.12", "open_create", "")]["count"] == 25
-    assert rows[("10.99.0.12", "open_create", "")]["dims"]["share"] == "/srv/export"
+    assert rows[("10.99.0.11", "create", FILE_OTHER)]["count"] == 40
+    assert rows[("10.99.0.12", "open_create", FILE_OTHER)]["count"] == 25
+    assert rows[("10.99.0.12", "open_create", FILE_OTHER)]["dims"]["share"] == "/srv/export"
     assert not any(c == "(other)" for c, _, _ in rows)
 
 

@@ -1,8 +1,10 @@
 """The wire probe's decode of its drained maps: a row of `spill` (ops past a full key table)
-keeps its client and op and has no file; a row of `counts` has its file."""
+keeps its client and op, its file shown as "(other files)" as the store shows the files it
+folds; a row of `counts` has its file."""
 
 import socket
 
+from loupe.catalog import FILE_OTHER
 from loupe_probes.nfswire.probe import NfsWireProbe
 from loupe_probes.nfswire.wire import Key, Val
 
@@ -12,13 +14,13 @@ def entry(client: str, fh: int, count: int) -> tuple[bytes, bytes]:
     v = Val(count=count)
     return bytes(k), bytes(v)
 
-def test_spilled_ops_keep_their_client_and_have_no_file():
+def test_spilled_ops_keep_their_client_and_show_as_other_files():
     probe = NfsWireProbe("nas", ifaces=[], port=2049, exports=["/export"], opener=False)
     (family, host, rows), = probe.decode({"counts": [entry("10.0.0.1", 0x1234, 5)],
                                          "spill": [entry("10.0.0.2", 0, 7), entry("10.0.0.2", 0, 2)]}, 1)
     got = {(r["dims"]["client"], r["dims"]["op"], r["dims"]["file"]): r["count"] for r in rows}
     assert (family, host) == ("nfs", "nas")
-    assert got[("10.0.0.2", "getattr", "")] == 9
+    assert got[("10.0.0.2", "getattr", FILE_OTHER)] == 9
     (path,) = [f for (c, _, f) in got if c == "10.0.0.1"]
     assert path and got[("10.0.0.1", "getattr", path)] == 5
     assert not any(c == "(other)" for c, _, _ in got)

@@ -8,8 +8,8 @@ from ...hierarchy import build_tree, directory
 from ...models import BreakdownResult, HeatmapResult, HierarchyResult, MembersResult, QueryResult
 from ...names import client_addresses
 from ...query import (
-    QueryError, band_of, band_phrase, bucket_model, folded_beside, folded_note, public, root_of, to_breakdown,
-    to_query_result, window_for,
+    FOLD_NOTE, QueryError, band_of, band_phrase, bucket_model, folded_beside, folded_note, public, root_of,
+    to_breakdown, to_query_result, window_for,
 )
 from ..deps import LoupeDep, RangeDep, StatisticDep, StoreDep, TopDep, WindowDep
 
@@ -106,8 +106,7 @@ def hierarchy(
     notes = [folded_note(stat, folded)] if folded else []
     shown = any(s.path == FILE_OTHER for s in sums)
     if shown:
-        notes.append(f"Files beyond the busiest per host and period are folded into '{FILE_OTHER}', "
-                     "shown as a node of its own: they have no path.")
+        notes.append(f"{FOLD_NOTE} It is a node of its own: its files have no path.")
     return HierarchyResult(
         statistic=public(stat), dim=stat.by, root=root, tier=window.tier, start=window.start, end=window.end,
         depth=depth, top=top, total=tree.value, nodes=nodes, tree=tree, approximate=bool(folded) or shown,
