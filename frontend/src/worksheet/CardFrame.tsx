@@ -80,9 +80,10 @@ export function CardFrame({ info, query, badges, actions, footer, onRemove, chil
 
 export function ApproximateBadge({ notes }: { notes: string[] }) {
   const why =
-    'Approximate: each second, every agent keeps only its busiest files (the per-second top K) ' +
-    "and folds the rest into '(other files)'. Files outside that top K in some seconds are " +
-    'undercounted here, and their share shows up under (other files).'
+    'Approximate: each second, the store keeps only the busiest files of each host (the per-second ' +
+    "top K) and folds the rest into '(other files)', as an NFS probe does with files past its " +
+    'per-second key table. Files outside those in some seconds are undercounted here, and their ' +
+    'share shows up under (other files).'
   return (
     <span className="badge badge-approx" title={[why, ...notes].join('\n')} tabIndex={0} data-testid="approximate">
       approximate
