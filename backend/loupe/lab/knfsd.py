@@ -43,7 +43,7 @@ class GuestStopped(LabError):
 
     def __init__(self, reason: str, console: str) -> None:
         super().__init__(f"{reason}; console tail:\n{console[-3000:]}")
-        self.reason = reason
+        self.reason, self.console = reason, console
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,8 @@ class KnfsdLab:
             except GuestStopped as e:
                 if attempt == attempts or (self.job / "progress").exists():
                     raise
-                self.say(f"{e.reason} before its job began; booting it again ({attempt + 1} of {attempts})")
+                self.say(f"{e.reason} before its job began; booting it again ({attempt + 1} of {attempts}); "
+                         f"its console's tail:\n{e.console[-1500:]}")
                 self._write_plan()
                 self._make_disk()
 
