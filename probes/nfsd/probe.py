@@ -15,12 +15,10 @@ import ctypes
 import struct
 from pathlib import Path
 
-from loupe.catalog import FILE_OTHER
-
 from ..bpf import libbpf
 from ..bpf.probe import BpfProbe
 from ..nfswire.names import Resolver
-from ..nfswire.probe import finish, row
+from ..nfswire.probe import finish, kept_file, row
 from ..nfswire.wire import Val, client_addr, op_name, proto_name  # same value layout
 from ..source import Collected
 
@@ -163,8 +161,6 @@ class NfsdProbe(BpfProbe):
             for n, v in decode_stats(st[0][1]).items():
                 self.stats[n] += v
         rows = []
-        # `spill`: a client's ops when `counts` was full (a flood of new files), their file not kept:
-        # shown as the store shows files it folds, "(other files)", so charts say they are approximate
         for table in ("counts", "spill"):
             for kb, vb in drained.get(table, ()):
                 v = Val.from_buffer_copy(vb)
@@ -173,7 +169,7 @@ class NfsdProbe(BpfProbe):
                 k = decode_key(kb)
                 rows.append(row({"client": k["client"], "proto": k["proto"], "op": k["op"],
                                  "share": self.path(k["share"]),
-                                 "file": self.path(k["file"]) if table == "counts" else FILE_OTHER}, v))
+                                 "file": kept_file(table, self.path(k["file"]))}, v))
         return finish(rows, drained, self.host)
 
 

@@ -171,8 +171,6 @@ class NfsWireProbe(BpfProbe):
         if self.by_handle is not None:
             self.by_handle.fs.sweep()  # mount fds idle too long are closed even when nothing asks
         rows = []
-        # `spill`: a client's ops when `counts` was full (a flood of new files), their file not kept:
-        # shown as the store shows files it folds, "(other files)", so charts say they are approximate
         for table in ("counts", "spill"):
             for kb, vb in drained.get(table, ()):
                 k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
@@ -181,7 +179,7 @@ class NfsWireProbe(BpfProbe):
                 path = self.resolver.file(k.fh) if table == "counts" else ""
                 rows.append(row({"client": client_addr(k.family, bytes(k.addr)), "proto": proto_name(k.proto),
                                  "op": op_name(k.proto, k.op), "share": self.resolver.share(path),
-                                 "file": path if table == "counts" else FILE_OTHER}, v))
+                                 "file": kept_file(table, path)}, v))
         return finish(rows, drained, self.host)
 
     def _cost(self, *args) -> dict[str, float]:
@@ -190,6 +188,13 @@ class NfsWireProbe(BpfProbe):
         cost = super()._cost(*args)
         cost.update({f"{n}_total": float(self.stats[n]) for n in LOSSES})
         return cost
+
+
+def kept_file(table: str, path: str) -> str:
+    """The file of an NFS probe's row from `table`. `spill` holds a client's ops past a full
+    `counts` (a flood of new files), their file not kept: shown as the store shows the files it
+    folds, FILE_OTHER, so a breakdown by file says it is approximate."""
+    return path if table == "counts" else FILE_OTHER
 
 
 def finish(rows: list[dict], drained: dict[str, list[tuple[bytes, bytes]]], host: str) -> Collected:

@@ -151,6 +151,10 @@ class KnfsdLab:
     def prepare(self) -> None:
         """The image (built on first use, cached), the plan and the disk."""
         self.image = guest.build_image()
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """A fresh job folder (the plan) and export disk, for a boot."""
         self._write_plan()
         self._make_disk()
 
@@ -173,8 +177,7 @@ class KnfsdLab:
                     raise
                 self.say(f"{e.reason} before its job began; booting it again ({attempt + 1} of {attempts}); "
                          f"its console's tail:\n{e.console[-1500:]}")
-                self._write_plan()
-                self._make_disk()
+                self._lay_out()
 
     # ------------------------------------------------------------------ stepping
     def _relay(self) -> None:
