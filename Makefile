@@ -22,9 +22,10 @@ APT_PACKAGES ?= python3-venv chromium fonts-liberation docker-compose iproute2 p
 BPF_PACKAGES ?= clang llvm bpftool libbpf-dev libbpf1 libbpf-tools
 # The NFS lab and its tests: a real NFS server, real clients, fio, the knfsd guest; setpriv
 # (util-linux) and mkfs.ext4 (e2fsprogs) for the open-by-handle tests; ethtool sets the speed
-# of the lab's link of a chosen speed.
+# of the lab's link of a chosen speed; nftables drops segments on the lab's bridge (the wire
+# decoder's loss tests).
 LAB_PACKAGES ?= nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind fio qemu-system-x86 debootstrap tshark \
-	util-linux e2fsprogs ethtool
+	util-linux e2fsprogs ethtool nftables
 # Node.js is preinstalled on the project's machines; fall back to Debian's if absent.
 APT_NODE := $(if $(shell command -v node 2>/dev/null),,nodejs npm)
 

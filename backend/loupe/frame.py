@@ -243,7 +243,8 @@ class SourceStatus(BaseModel):
         description="The source's own cost over the last second: for BPF probes runs_per_s, bpf_cpu_pct, "
                     "ns_per_run (from bpf_stats), map_fill (0..1), dropped, dropped_total, drain_ms; the NFS "
                     "wire decoder also its losses since it started (partial_total, desync_total, "
-                    "resync_total, unmatched_total, overwritten_total, expired_total).")
+                    "resync_total, unmatched_total, overwritten_total, expired_total) and the late segments it "
+                    "decoded into a resync's gap (refilled_total).")
 
 
 class AgentStats(BaseModel):

@@ -203,7 +203,10 @@ SOURCE_COST = {
     "partial_total": "NFS wire decoder: RPC records not decoded, cut by a lost or reordered segment",
     "desync_total": "NFS wire decoder: record marks that made no sense (the stream was picked up again later)",
     "resync_total": "NFS wire decoder: streams picked up again at a later record after a segment was missed, "
-                    "reordered or retransmitted (the records between are not decoded)",
+                    "reordered or retransmitted (the records between are decoded only if that segment still "
+                    "comes: refilled_total)",
+    "refilled_total": "NFS wire decoder: segments that came after a later one (reordered, or retransmitted "
+                      "after a loss) and were decoded into the gap their stream's resync left",
     "unmatched_total": "NFS wire decoder: replies whose call it had not seen",
     "overwritten_total": "NFS wire decoder: calls whose pending slot a newer call took before the reply",
     "expired_total": "NFS wire decoder: calls unanswered for a minute, their slot taken",

@@ -93,12 +93,27 @@ struct xkey {
 #define FLOW_N (FLOW_WAYS * FLOW_BUCKETS)
 #define FL_CONT 1	/* the last fragment seen was not its record's last */
 #define FL_STASH 2	/* a cut record head waits in flow_heads */
-#define FL_SEEN_SHIFT 2	/* above: jiffies / 64 of the flow's last packet */
+#define FL_GAP 4	/* records missed before a resync may still come: flow_gaps */
+#define FIDX_LATE -2	/* S->fidx of a late segment: its cut heads are not kept */
+#define FL_SEEN_SHIFT 3	/* above: jiffies / 64 of the flow's last packet */
+#define MAX_GAP (4u << 20)	/* a longer hole is not waited for */
+#define GAP_STALE (64u << 20)	/* nor one this far behind the stream */
 
 struct flow {	/* 16 bytes: four to a cache line */
 	__u64 tag;	/* the flow's hash; 0: free */
 	__u32 next;	/* TCP sequence number of the next record mark */
 	__u32 bits;
+};
+
+/* Bytes a flow skipped when it resynchronised on a later segment: `start` is a
+ * record mark the skipped data held, `end` where decoding went on. A segment
+ * that arrives late (reordered, or retransmitted after a loss) and holds
+ * `start` is decoded up to `end`, leaving the flow's position alone. */
+struct flow_gap {
+	__u32 start;
+	__u32 end;
+	__u32 cont;	/* the record at `start` continues a message (FL_CONT) */
+	__u32 pad;
 };
 
 struct flow_head {	/* a record head, or its mark, cut by the end of a segment */
@@ -208,7 +223,7 @@ struct scratch {
 	__u32 next, cont, seq, poff, plen;	/* the record loop's (nfsw_step) */
 	__u32 mcut;	/* bytes of the first mark in the previous segment (in mcut_b); 0: none */
 	__u8 mcut_b[4];
-	__s32 fidx;	/* this packet's flow entry; -1: none */
+	__s32 fidx;	/* this packet's flow entry; -1: none; FIDX_LATE: a late segment's */
 	struct {	/* headers copied out of fragments (in scratch: the stack is short) */
 		__u16 eth[3];
 		union {
@@ -254,6 +269,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct flow_head);
 } flow_heads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);	/* same index as `flows` */
+	__uint(max_entries, FLOW_N);
+	__type(key, __u32);
+	__type(value, struct flow_gap);
+} flow_gaps SEC(".maps");
 
 /* Indexed way * PEND_BUCKETS + bucket. Mmapable: the values start on a page,
  * so the 64-byte slots on cache lines. */
@@ -1608,6 +1630,8 @@ __noinline int nfsw_step(struct __sk_buff *skb, __u32 reply)
 			h->part = S->seq + S->plen;
 			h->flen = flen;
 			f->bits |= FL_STASH;
+		} else if (avail < flen && avail < HEAD_STASH && S->fidx == FIDX_LATE) {
+			stat(ST_PARTIAL);	/* its rest was in a segment decoded before */
 		} else {
 			record(skb, hoff, avail < flen ? avail : flen, reply);
 		}
@@ -1690,6 +1714,7 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	struct scratch *S = get_scratch();
 	struct nfsw_config *cfg;
 	struct flow *f = NULL;
+	struct flow_gap *g = NULL;
 	struct flow_head *h;
 	__u32 zero = 0, l3 = 0, l4, end, poff, plen, seq, next, cont, i, k, mcut = 0;
 	__u16 proto = bpf_ntohs(skb->protocol), port = 2049, mport = 0, sport, dport, cport;
@@ -1782,6 +1807,28 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 		}
 		return 0;
 	}
+	S->now = 0;
+	S->pre_len = 0;
+	__builtin_memcpy(S->xk.addr, &c0, 8);
+	__builtin_memcpy(S->xk.addr + 8, &c1, 8);
+	S->xk.port = cport;
+	S->xk.family = family;
+	S->xk.pad = 0;
+	S->stale_ns = stale_ms * 1000000ULL;
+	if (f && (f->bits & FL_GAP)) {
+		g = bpf_map_lookup_elem(&flow_gaps, &k);
+		/* a segment missed before a resync has come: it holds the gap's first mark */
+		if (g && g->start - seq < plen && (__s32)(g->end - g->start) > 0) {
+			next = g->start;
+			cont = g->cont;
+			if (g->end - seq < plen)
+				plen = g->end - seq;	/* from `end` on it was decoded */
+			goto decode;
+		}
+		if (g && (__s32)(seq - g->end) > (__s32)GAP_STALE)
+			f->bits &= ~FL_GAP;	/* the stream went on far past it: not coming */
+	}
+	g = NULL;
 	if (f) {
 		next = f->next;
 		cont = f->bits & FL_CONT;
@@ -1798,19 +1845,23 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	if (!f || (!mcut && ((__s32)(next - seq) < 0 || (next - seq) > MAX_RECORD + plen))) {
 		if (!looks_like_record(skb, poff, plen, reply))
 			return 0;
-		if (f)
+		if (f) {
+			struct flow_gap *gap = bpf_map_lookup_elem(&flow_gaps, &k);
+
 			stat(ST_RESYNC);
+			/* data was missed (a later segment came first): keep where it
+			 * began, to decode it if it still comes */
+			f->bits &= ~FL_GAP;
+			if (gap && (__s32)(next - seq) < 0 && seq - next <= MAX_GAP) {
+				gap->start = next;
+				gap->end = seq;
+				gap->cont = cont;
+				f->bits |= FL_GAP;
+			}
+		}
 		next = seq;
 		cont = 0;
 	}
-	S->now = 0;
-	S->pre_len = 0;
-	__builtin_memcpy(S->xk.addr, &c0, 8);
-	__builtin_memcpy(S->xk.addr + 8, &c1, 8);
-	S->xk.port = cport;
-	S->xk.family = family;
-	S->xk.pad = 0;
-	S->stale_ns = stale_ms * 1000000ULL;
 	/* the rest of a cut head (or mark) starts this segment; a segment before it
 	 * seen again (on a bridge after its port) leaves the head waiting for it */
 	if (h && (__s32)(seq - h->part) >= 0) {
@@ -1827,13 +1878,14 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 			stat(ST_PARTIAL);	/* lost or reordered segment: that record is not decoded */
 		}
 	}
+decode:
 	S->next = next;
 	S->cont = cont;
 	S->mcut = mcut;
 	S->seq = seq;
 	S->poff = poff;
 	S->plen = plen;
-	S->fidx = f ? fi : -1;
+	S->fidx = g ? FIDX_LATE : f ? fi : -1;
 	for (i = 0; i < MAX_REC_PER_SKB; i++) {
 		r = nfsw_step(skb, reply);
 		if (r == STEP_END)
@@ -1845,17 +1897,29 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	}
 	next = S->next;
 	cont = S->cont;
+	if (g) {	/* the flow goes on where it was; the gap shrinks or is filled */
+		stat(ST_REFILLED);
+		if ((__s32)(g->end - next) > 0 && i < MAX_REC_PER_SKB) {
+			g->start = next;
+			g->cont = cont;
+		} else {
+			f->bits &= ~FL_GAP;
+		}
+		return 0;
+	}
 	if (i == MAX_REC_PER_SKB && next - seq < plen)
 		stat(ST_PARTIAL);	/* the rest of this skb is not decoded; resync later */
 	if (f) {	/* in place: one cache line, no map update */
 		f->next = next;
-		f->bits = flow_seen() | (f->bits & FL_STASH) | cont;
+		f->bits = flow_seen() | (f->bits & (FL_STASH | FL_GAP)) | cont;
 	} else {
 		nfsw_flow_new(ft, next, flow_seen() | cont);
 	}
 	return 0;
 lost:
-	if (f)
+	if (g)	/* the late segment made no sense: the flow itself is still in step */
+		f->bits &= ~FL_GAP;
+	else if (f)
 		__sync_val_compare_and_swap(&f->tag, ft, 0);
 	return 0;
 }

@@ -54,12 +54,13 @@ struct nfsw_val {
 };
 
 /* Informational counters (array, cumulative); index names in probe.py STATS. */
-#define NFSW_STATS_N 14
+#define NFSW_STATS_N 15
 enum {
 	ST_RECORDS, ST_CALLS, ST_REPLIES, ST_UNMATCHED, ST_PARTIAL, ST_DESYNC,
 	ST_RESYNC, ST_BIND_LOST, ST_GSS_PRIV, ST_UNPARSED, ST_DIR_LOST, ST_NOT_RPC,
 	ST_OVERWRITTEN,	/* a call's slot taken by another call before its reply came */
 	ST_EXPIRED,	/* a call unanswered for stale_ms, its slot taken by another */
+	ST_REFILLED,	/* a late segment decoded into the gap a resync left */
 };
 
 /* A name binding: child handle = parent handle + "/" + name. */

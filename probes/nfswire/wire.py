@@ -117,7 +117,8 @@ class Config(ctypes.Structure):
 
 
 STATS = ("records", "calls", "replies", "unmatched", "partial", "desync", "resync", "bind_lost",
-         "gss_privacy", "unparsed", "dir_lost", "not_rpc", "overwritten", "expired")
+         "gss_privacy", "unparsed", "dir_lost", "not_rpc", "overwritten", "expired",
+         "refilled")
 
 
 # ---------------------------------------------------------------- XDR

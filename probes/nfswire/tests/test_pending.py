@@ -468,3 +468,58 @@ def test_ops_past_a_full_key_table_keep_their_client_without_their_file(dec):
     assert other.count == 0, "an op went to the client-less (other) row"
     assert rows["spill"]["10.9.0.12"] > 0 and len(dec.obj.map("counts").items()) == n
     assert rows["counts"] + rows["spill"] == Counter({"10.9.0.11": n, "10.9.0.12": 48})
+
+
+def segments(c: Conn, xids: list[list[int]]) -> list[tuple[int, bytes]]:
+    """Segments of GETATTR calls, one list of XIDs each, at their sequence numbers (not sent)."""
+    out, seq = [], c.cseq
+    for group in xids:
+        payload = b"".join(getattr_call(x) for x in group)
+        out.append((seq, payload))
+        seq += len(payload)
+    c.cseq = seq
+    return out
+
+
+@pytest.mark.parametrize("order,refilled", [((0, 2, 1, 3), 1), ((0, 3, 1, 2), 2), ((0, 3, 1, 2, 1), 2)])
+def test_a_segment_that_comes_after_a_later_one_is_decoded_into_its_gap(dec, order, refilled):
+    """A network reorders segments, or one is lost and retransmitted after later ones came: the
+    decoder picks the stream up again at the later segment (resync) and decodes the late ones
+    into the hole it left, from its first record on, without moving the stream's position; a
+    late segment seen twice (a bridge and its port) counts once."""
+    c = Conn(dec)
+    segs = segments(c, [[1, 2], [3, 4], [5, 6], [7, 8]])
+    for i in order:
+        c.calls(segs[i][1], seq=segs[i][0])
+    c.calls(getattr_call(9))  # the stream goes on where it was
+    s = dec.stats()
+    assert (s["calls"], s["resync"], s["refilled"], s["partial"], s["desync"]) == (9, 1, refilled, 0, 0), s
+    c.replies(b"".join(getattr_reply(x) for x in range(1, 10)))
+    assert dec.stats()["unmatched"] == 0
+    assert getattrs(dec) == {"10.9.0.11": 9}
+
+
+def test_a_retransmission_covering_the_gap_and_more_counts_each_call_once(dec):
+    """The late segment holds the hole and the segment decoded after it (a retransmission
+    coalesced by GRO): only the hole's calls are decoded from it."""
+    c = Conn(dec)
+    (s0, a), (s1, b), (s2, cc) = segments(c, [[1, 2], [3, 4], [5, 6]])
+    c.calls(a, seq=s0)
+    c.calls(cc, seq=s2)
+    c.calls(b + cc, seq=s1)
+    s = dec.stats()
+    assert (s["calls"], s["resync"], s["refilled"]) == (6, 1, 1), s
+    c.replies(b"".join(getattr_reply(x) for x in range(1, 7)))
+    assert getattrs(dec) == {"10.9.0.11": 6}
+
+
+def test_a_late_segment_that_is_not_the_holes_start_is_not_decoded(dec):
+    """One hole per flow, filled from its start: a late segment inside it whose record marks
+    are unknown (its predecessor still missing) is left alone, and the one before it fills the
+    hole's start."""
+    c = Conn(dec)
+    segs = segments(c, [[1], [2], [3], [4]])
+    for i in (0, 3, 2, 1):
+        c.calls(segs[i][1], seq=segs[i][0])
+    s = dec.stats()
+    assert (s["calls"], s["resync"], s["refilled"]) == (3, 1, 1), s
