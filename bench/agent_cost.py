@@ -158,14 +158,14 @@ def main(argv=None) -> int:
             prev_c, prev_t = c, t
             rss.append(rss_bytes(agent.pid))
         cpu_pct = (cpu_seconds(agent.pid) - c0) / (time.monotonic() - t0) * 100
-        src = httpx.get(base + "/api/v1/sources", timeout=10).json()
-        r = httpx.get(base + "/api/v1/breakdown", params={
-            "metric": "net.bytes", "by": "client", "where": f"port={clients.port}", "start": "-20s", "top": 1000},
-            timeout=30)
-        r.raise_for_status()
-        clients_seen = r.json()
-        disk = httpx.get(base + "/api/v1/query", params={"metric": "disk.ops", "start": "-20s", "step": 1},
-                         timeout=30).json()
+        api = httpx.Client(base_url=base, timeout=30, headers={
+            "Authorization": f"Bearer {(work / 'data' / 'cli.token').read_text().strip()}"})  # the server's own CLI token
+        src = api.get("/api/v1/sources").raise_for_status().json()
+        clients_seen = api.get("/api/v1/breakdown", params={
+            "metric": "net.bytes", "by": "client", "where": f"port={clients.port}", "start": "-20s", "top": 1000}
+        ).raise_for_status().json()
+        disk = api.get("/api/v1/query", params={"metric": "disk.ops", "start": "-20s", "step": 1}
+                       ).raise_for_status().json()
     finally:
         if clients:
             clients.close()
