@@ -1798,10 +1798,12 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 	}
 	if (plen == 0) {
 		if (tcp[13] & 0x02) {	/* SYN: the first record starts right after it */
-			if (f)
+			if (f) {
 				f->next = seq + 1;
-			else
+				f->bits &= ~FL_GAP;	/* a new connection: no hole of the last */
+			} else {
 				nfsw_flow_new(ft, seq + 1, flow_seen());
+			}
 		} else if (f) {	/* FIN, RST */
 			__sync_val_compare_and_swap(&f->tag, ft, 0);
 		}

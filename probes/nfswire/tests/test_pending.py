@@ -523,3 +523,18 @@ def test_a_late_segment_that_is_not_the_holes_start_is_not_decoded(dec):
         c.calls(segs[i][1], seq=segs[i][0])
     s = dec.stats()
     assert (s["calls"], s["resync"], s["refilled"]) == (3, 1, 1), s
+
+
+def test_a_new_connection_on_the_same_port_forgets_the_last_ones_hole(dec):
+    """The hole of a connection that ended with it open is not the next connection's, even
+    where the new one's first segment happens to cover its sequence number."""
+    c = Conn(dec)
+    (s0, a), (s1, b), (s2, cc) = segments(c, [[1], [2], [3]])
+    c.calls(a, seq=s0)
+    c.calls(cc, seq=s2)  # b never comes: the hole [s1, s2) stays open
+    c.send("nfswire_ingress", c.client, SERVER, c.port, 2049, s1 - 1, b"", 0x02)  # SYN: its data from s1
+    c.cseq = s1
+    c.calls(getattr_call(10) + getattr_call(11))
+    c.calls(getattr_call(12))
+    s = dec.stats()
+    assert (s["calls"], s["resync"], s["refilled"]) == (5, 1, 0), s
