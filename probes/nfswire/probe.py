@@ -63,8 +63,9 @@ def merge(rows: list[dict]) -> list[dict]:
 # The decoder's losses, in its source's cost: records not decoded (a head whose rest was lost or
 # came out of order: partial; a mark that made no sense: desync; a stream picked up again at a later
 # record after a segment was missed, reordered or retransmitted: resync, whose records between are
-# decoded only if the missed segment still comes, counted as refilled), replies whose call was not seen (unmatched), calls whose pending slot another took
-# (overwritten) or that waited for a reply for longer than a minute (expired).
+# decoded only if the missed segment still comes, counted as refilled), replies whose call was not
+# seen (unmatched), calls whose pending slot another took (overwritten) or that waited for a reply
+# for longer than a minute (expired).
 LOSSES = ("partial", "desync", "resync", "unmatched", "overwritten", "expired")
 
 
