@@ -306,7 +306,8 @@ def bench_request(tmp: Path) -> dict:
     for size in (1000, 5000, 10000):
         bodies: dict[int, list[bytes]] = {1: [], 2: [], 3: []}
         enc: dict[int, list[float]] = {1: [], 2: [], 3: []}
-        for i in range(max(REQUEST_BODIES, 2 * FLUSH_ROWS // size, LATENCY_BATCHES)):  # only bodies are kept
+        back_to_back = max(REQUEST_BODIES, 2 * FLUSH_ROWS // size)  # bodies of the throughput run
+        for i in range(max(back_to_back, LATENCY_BATCHES)):  # only bodies are kept (rows as dicts: GBs)
             head = dict(source="b", seq=i, ts=t0 + i, family="nfs", host="nas1")
             rows = nfs_rows(rng, size, t0 + i)
             cols = rows_to_columns(rows)
@@ -343,7 +344,7 @@ def bench_request(tmp: Path) -> dict:
             return times, cpu
 
         for v in (1, 2, 3):
-            sent = bodies[v][: max(REQUEST_BODIES, 2 * FLUSH_ROWS // size)]
+            sent = bodies[v][:back_to_back]
             times, cpu = run(v, sent, False)
             r = out[f"v{v}_{size}"] = dict(
                 rows=size, bodies=len(sent), body_bytes=statistics.median(map(len, sent)),
