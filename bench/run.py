@@ -473,6 +473,7 @@ def build_day(path: Path, clients: int, hours: int, sorted_: bool, t0: int, data
         cur.execute(gen.format(table="stage", hist=hist, t0=t0, per_sec=per_sec, clients=clients,
                                lo=lo, hi=min(total, lo + chunk), order=""))
         cur.execute(f"CREATE OR REPLACE TEMP TABLE folded AS {store.rollup_sql(NFS, 'SELECT * FROM stage', 1)}")
+        store.admit_codes(cur, NFS, "SELECT * FROM folded")  # as compaction does
         cur.execute(f"INSERT INTO nfs_s BY NAME SELECT * FROM folded {order}")
         if sorted_:  # the peer answers only the seconds-tier queries
             cur.execute(f"INSERT INTO nfs_m BY NAME {store.rollup_sql(NFS, 'SELECT * FROM folded', 60)}")
@@ -499,13 +500,16 @@ def bench_storage(tmp: Path, clients: int, hours: int) -> dict:
     """Bytes per stored value of the open day's seconds as upkeep leaves them, hour by hour.
 
     The same rows (the seed workloads, `clients` clients, generated and folded once an hour as in
-    `build_day`) go into two stores: the peer keeps each hour as compaction settles it (sorted on
-    its own, what Loupe did before), the other also runs `sort_seconds` after each hour, which
-    merges the settled hours into runs. Both are checkpointed, then measured from
-    `pragma storage_info`."""
+    `build_day`) go into three stores: `hourly` keeps each hour as compaction settles it (sorted on
+    its own, few-valued dimensions coded), `merged` also runs `sort_seconds` after each hour, which
+    merges the settled hours into runs, and the peer `strings` keeps each hour as compaction did
+    before codes: every dimension a string, each client's seconds ascending. All are
+    checkpointed, then measured from `pragma storage_info`."""
     t0 = (int(time.time()) // 86400 - 2) * 86400  # a UTC midnight: the hours are an open day's first
     hourly = DuckDBStore(fresh(tmp / "storage_hourly.duckdb"))
     merged = DuckDBStore(fresh(tmp / "storage_merged.duckdb"))
+    strings = DuckDBStore(fresh(tmp / "storage_strings.duckdb"))
+    stores = (("hourly", hourly), ("merged", merged), ("strings", strings))
     order = ", ".join(_sort_key(NFS))
     cols = ["count", "bytes", "lat_sum"] + _hist_cols(NFS)
     nonzero = f"SELECT ({' + '.join(f'count_if({c} <> 0)' for c in cols)}) / count(*) FROM nfs_s"
@@ -517,9 +521,13 @@ def bench_storage(tmp: Path, clients: int, hours: int) -> dict:
             cur.execute(GEN_NAS_SQL.format(table="stage", hist=_nas_hist_sql(), t0=t0, per_sec=clients, clients=clients,
                                            lo=h * 3600 * clients, hi=(h + 1) * 3600 * clients, order=""))
             hour = cur.sql(hourly.rollup_sql(NFS, 'SELECT * FROM stage', 1)).to_arrow_table()
-            for st in (hourly, merged):  # compaction: the hour appended in the sort order
+            for name, st in stores:  # compaction: the hour appended in the sort order
                 st._cur.register("hour_rows", hour)
-                st._cur.execute(f"INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY {order}")
+                if name == "strings":
+                    st._cur.execute("INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY host, client, ts, file")
+                else:
+                    st.admit_codes(st._cur, NFS, "SELECT * FROM hour_rows")
+                    st._cur.execute(f"INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY {order}")
                 st._cur.unregister("hour_rows")
                 mark_compacted(st, t0 + (h + 1) * 3600)
             del hour
@@ -529,19 +537,21 @@ def bench_storage(tmp: Path, clients: int, hours: int) -> dict:
                 rewritten += n
             took = time.perf_counter() - s
             row = {"hours": h + 1, "merge_rows": rewritten, "merge_s": took}
-            for name, st in (("hourly", hourly), ("merged", merged)):
+            for name, st in stores:
                 st.checkpoint()  # as upkeep does every 30 s: rewritten rows' old blocks are freed
                 n_rows = st.row_counts()["nfs_s"]
                 per_value = st._cur.execute(nonzero).fetchall()[0][0]
                 row[f"{name}_bytes_per_row"] = table_bytes(st._cur, "nfs_s") / n_rows
                 row[f"{name}_bytes_per_value"] = row[f"{name}_bytes_per_row"] / per_value
             row["ratio_hourly_vs_merged"] = row["hourly_bytes_per_value"] / row["merged_bytes_per_value"]
-            print(f"  {h + 1} h: {row['hourly_bytes_per_value']:.2f} B/value hourly, "
-                  f"{row['merged_bytes_per_value']:.2f} merged ({rewritten} rows rewritten in {took:.1f} s)", flush=True)
+            row["ratio_strings_vs_hourly"] = row["strings_bytes_per_value"] / row["hourly_bytes_per_value"]
+            print(f"  {h + 1} h: {row['strings_bytes_per_value']:.2f} B/value as strings, "
+                  f"{row['hourly_bytes_per_value']:.2f} hourly, {row['merged_bytes_per_value']:.2f} merged "
+                  f"({rewritten} rows rewritten in {took:.1f} s)", flush=True)
             per_hour.append(row)
     finally:
-        hourly.close()
-        merged.close()
+        for _, st in stores:
+            st.close()
     return dict(clients=clients, rows_per_hour=clients * 3600, per_hour=per_hour,
                 note="values = non-zero measures and buckets per seconds row; the seed workloads, one per client")
 

@@ -67,6 +67,9 @@ class Family:
     hists: tuple[Histogram, ...] = ()
     # Files beyond the top K per (host, second) fold into FILE_OTHER; see store docs.
     fold_dim: str | None = None
+    # Dimensions of few values that rarely grow (hosts, ops, shares): the settled seconds store
+    # them as codes (see DuckDBStore.admit_codes); the others (clients, files) as strings.
+    coded: tuple[str, ...] = ()
 
     @property
     def all_dims(self) -> tuple[str, ...]:
@@ -83,15 +86,16 @@ PREFIX_OP = "^"  # in a filter's name: `file^` filters file by path prefix
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        Family("nfs", ("host", "client", "proto", "op", "share", "file"), (LATENCY, SIZE, OFFSET), fold_dim="file"),
-        Family("disk", ("host", "disk", "op"), (LATENCY, SIZE, OFFSET)),
-        Family("cpu", ("host", "cpu", "mode", "application")),
-        Family("net", ("host", "interface", "direction", "client", "port")),
+        Family("nfs", ("host", "client", "proto", "op", "share", "file"), (LATENCY, SIZE, OFFSET), fold_dim="file",
+               coded=("host", "proto", "op", "share")),
+        Family("disk", ("host", "disk", "op"), (LATENCY, SIZE, OFFSET), coded=("host", "disk", "op")),
+        Family("cpu", ("host", "cpu", "mode", "application"), coded=("host", "cpu", "mode")),
+        Family("net", ("host", "interface", "direction", "client", "port"), coded=("host", "interface", "direction")),
         # A gauge: each second's row carries the interface's capacity (see net.link).
-        Family("net_link", ("host", "interface")),
-        Family("tcp", ("host", "client", "port")),
-        Family("zfs_arc", ("host", "cache", "result")),
-        Family("zfs_txg", ("host", "pool"), (LATENCY,)),
+        Family("net_link", ("host", "interface"), coded=("host", "interface")),
+        Family("tcp", ("host", "client", "port"), coded=("host",)),
+        Family("zfs_arc", ("host", "cache", "result"), coded=("host", "cache", "result")),
+        Family("zfs_txg", ("host", "pool"), (LATENCY,), coded=("host", "pool")),
     )
 }
 

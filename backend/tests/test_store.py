@@ -244,6 +244,109 @@ def test_compaction_moves_rows_without_changing_answers(tmp_path):
         s.close()
 
 
+def _ops_frames(t0, seconds, ops, *, share="/export", source="codes@h"):
+    """One row a second per op, cycling through `ops`, on `share`."""
+    return [Frame(source=source, seq=t, ts=t, family="nfs", host="nas1", rows=[
+        dict(dims=dict(client=f"10.0.0.{i % 3}", op=op, proto="v3", share=share, file=f"/f{i % 5}"),
+             count=i + 1, bytes=512 * i, lat_sum=1000 * (i + 1), hist={"latency": {"20": i + 1}})
+        for i, op in enumerate(ops)]) for t in range(t0, t0 + seconds)]
+
+
+def _codes(s, dim="op"):
+    """The values of nfs_s's `dim` as its ENUM, or None if it is VARCHAR."""
+    (kind,), = s._cur.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'nfs_s' "
+                              "AND column_name = ?", [dim]).fetchall()
+    if not kind.startswith("ENUM"):
+        return None
+    return s._cur.execute(f"SELECT enum_range(first({dim})) FROM (SELECT {dim} FROM nfs_s LIMIT 1)").fetchone()[0]
+
+
+def test_settled_seconds_keep_few_valued_dimensions_as_codes_widened_as_values_come(tmp_path):
+    t0 = NOW - NOW % 3600
+    s = DuckDBStore(tmp_path / "c.duckdb", compact_every=60, clock=lambda: NOW)
+    ref = DuckDBStore(tmp_path / "ref.duckdb", compact_every=60, clock=lambda: NOW)  # never compacted: strings
+    try:
+        first = _ops_frames(t0, 60, ["write", "read"])
+        later = _ops_frames(t0 + 60, 60, ["read", "commit", "write"], share="/it's")  # sorts between; a quote
+        for x in (s, ref):
+            x.ingest(first, received_at=t0 + 200)
+        assert s.compact(t0 + 180) == 120
+        assert _codes(s) == ["read", "write"] and _codes(s, "host") == ["nas1"] and _codes(s, "client") is None
+        for x in (s, ref):
+            x.ingest(later, received_at=t0 + 200)
+        assert s.compact(t0 + 240) == 180
+        assert _codes(s) == ["commit", "read", "write"] and _codes(s, "share") == ["/export", "/it's"]
+        w = Window(t0, t0 + 120, 10, "second")
+        for st in (stat(by="op"), stat(by="share"), stat(by="client", op=["commit"]), stat(BYTES, share=["/it's"])):
+            _same(s.aggregate(st, w, 10), ref.aggregate(st, w, 10))
+        assert s.aggregate(stat(op=["commit"]), w, 10).total == [0.0] * 6 + [2.0] * 6
+        assert s.aggregate(stat(op=["nfs4-nope"]), w, 10).total == [0.0] * 12  # not a code: no rows, no error
+        ops = [o for (o,) in s._cur.execute("SELECT op FROM nfs_s ORDER BY op").fetchall()]
+        assert ops == sorted(ops) and set(ops) == {"commit", "read", "write"}  # codes sort as the strings
+        s.close()
+        s = DuckDBStore(tmp_path / "c.duckdb", compact_every=60, clock=lambda: NOW)
+        assert s._codes[("nfs", "op")] == {"commit", "read", "write"}  # read back on open
+    finally:
+        s.close()
+        ref.close()
+
+
+def test_a_failed_compaction_forgets_the_codes_it_added(tmp_path):
+    t0 = NOW - NOW % 3600
+    s = DuckDBStore(tmp_path / "c.duckdb", compact_every=60, clock=lambda: NOW)
+    try:
+        s.ingest(_ops_frames(t0, 60, ["read"]) + _ops_frames(t0 + 60, 60, ["read", "remove"], source="b@h"),
+                 received_at=t0 + 200)
+        s.compact(t0 + 180)
+        widen = s.admit_codes
+
+        def widen_then_fail(cur, fam, rows):
+            widen(cur, fam, rows)
+            raise RuntimeError("disk full")
+
+        s.admit_codes = widen_then_fail
+        with pytest.raises(RuntimeError, match="disk full"):
+            s.compact(t0 + 240)
+        assert _codes(s) == ["read"] and s._codes[("nfs", "op")] == {"read"}
+        del s.admit_codes
+        assert s.compact(t0 + 240) == 120  # widened again, not taken as done
+        assert _codes(s) == ["read", "remove"]
+    finally:
+        s.close()
+
+
+def test_a_dimension_past_the_code_cap_and_a_store_from_before_codes_keep_every_value(tmp_path, monkeypatch):
+    import loupe.store.duckdb_store as ds
+
+    t0 = NOW - NOW % 3600
+    path = tmp_path / "c.duckdb"
+    s = DuckDBStore(path, compact_every=60, clock=lambda: NOW)
+    s.ingest(_ops_frames(t0, 60, ["read", "write"]), received_at=t0 + 300)
+    s.compact(t0 + 180)
+    s._cur.execute("ALTER TABLE nfs_s ALTER op TYPE VARCHAR")  # as a store written before codes
+    s.close()
+    monkeypatch.setattr(ds, "CODE_CAP", 3)
+    s = DuckDBStore(path, compact_every=60, clock=lambda: NOW)
+    try:
+        assert s._codes[("nfs", "op")] is None
+        s.ingest(_ops_frames(t0 + 60, 60, ["lookup"], source="b@h"), received_at=t0 + 300)
+        s.compact(t0 + 240)
+        assert _codes(s) == ["lookup", "read", "write"]  # the stored strings coded with the new one
+        s.ingest(_ops_frames(t0 + 120, 60, ["access"], source="c@h"), received_at=t0 + 300)
+        s.compact(t0 + 300)
+        assert _codes(s) is None and s._uncoded == {"nfs.op"}  # four values: strings again, for good
+        s.close()
+        s = DuckDBStore(path, compact_every=60, clock=lambda: NOW)
+        assert s._uncoded == {"nfs.op"} and s._codes[("nfs", "op")] is None
+        s.ingest(_ops_frames(t0 + 180, 60, ["commit"], source="d@h"), received_at=t0 + 400)
+        s.compact(t0 + 360)
+        assert _codes(s) is None
+        got = dict(s._cur.execute("SELECT op, sum(count) FROM nfs_s GROUP BY op").fetchall())
+        assert got == {"read": 60, "write": 120, "lookup": 60, "access": 60, "commit": 60}
+    finally:
+        s.close()
+
+
 CRASH_WRITER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {tests!r})
@@ -338,6 +441,13 @@ def test_totals_equal_their_tiers_including_late_frames(store):
     store.compact(NOW + 4 * 3600)
     assert store._cur.execute(per_sec.format("nfs_k_s")).fetchall() == \
         store._cur.execute(per_sec.format("nfs_s")).fetchall()
+
+
+def _zigzag(rows):
+    """`rows` (host, element, ts, ...) in the order the store sorts a span it writes: by element,
+    each element's seconds ascending and descending in turn (then the rest ascending)."""
+    turn = {e: i % 2 for i, e in enumerate(sorted({r[:2] for r in rows}))}
+    return sorted(rows, key=lambda r: (r[:2], -r[2] if turn[r[:2]] else r[2], r[3:]))
 
 
 def _same(a, b):
@@ -453,7 +563,7 @@ def test_a_closed_day_of_minutes_is_sorted_by_element_without_changing_answers(t
         assert s._minutes_sorted == day + 86400
         order = s._cur.execute(f"SELECT host, client, ts, file FROM nfs_m WHERE ts >= {day} AND ts < {day + 86400} "
                                "ORDER BY rowid").fetchall()
-        assert order == sorted(order) and len(order) > 100
+        assert order == _zigzag(order) and len(order) > 100
         keys = s._cur.execute(f"SELECT dim, host, key, ts FROM nfs_k_m WHERE ts < {day + 86400} "
                               "ORDER BY rowid").fetchall()
         assert keys == sorted(keys)
@@ -493,12 +603,12 @@ def test_a_closed_day_of_seconds_is_sorted_by_element_without_changing_answers(t
     try:
         q = f"SELECT host, client, ts, file, count, lat_sum, l20 FROM nfs_s WHERE {span} ORDER BY rowid"
         before = s._cur.execute(q).fetchall()
-        assert before != sorted(before)  # hour by hour: a client's day is 24 runs
+        assert before != _zigzag(before)  # hour by hour: a client's day is 24 runs
         total = s._cur.execute("SELECT count(*), sum(count), sum(bytes) FROM nfs_s").fetchall()
         assert s.sort_seconds(now) == len(before) > 1000
         after = s._cur.execute(q).fetchall()
         assert sorted(after) == sorted(before)  # the same rows, each once,
-        assert [r[:4] for r in after] == sorted(r[:4] for r in before)  # in (host, client, ts, file) order
+        assert [r[:4] for r in after] == _zigzag([r[:4] for r in before])  # in (host, client, ts, file) order
         assert s._cur.execute("SELECT count(*), sum(count), sum(bytes) FROM nfs_s").fetchall() == total
         assert s.sort_seconds(now) == 0  # the next day is still open
         wins = [Window(day, day + 86400, 300, "second"), Window(day + 3600, day + 86400 + 3600, 120, "second")]
@@ -552,12 +662,18 @@ def test_the_open_days_runs_merge_like_a_binary_counter(settled, done, spans):
     assert [((a - day) // H, (b - day) // H) for a, b in got] == spans
 
 
-def _run_starts(s, lo, hi):
-    """Row positions where the (client, ts, file) order of nfs_s restarts within [lo, hi)."""
-    keys = [r[0] for r in s._cur.execute(
-        f"SELECT [client, lpad(ts::VARCHAR, 12, '0'), file] FROM nfs_s WHERE ts >= {lo} AND ts < {hi} ORDER BY rowid"
-    ).fetchall()]
-    return [i for i in range(1, len(keys)) if keys[i] < keys[i - 1]]
+def _runs(s, lo, hi):
+    """nfs_s's (host, client, ts, file) of [lo, hi) in storage order, cut where a client comes
+    before the one above it: a sorted run starts there."""
+    rows = s._cur.execute(f"SELECT host, client, ts, file FROM nfs_s WHERE ts >= {lo} AND ts < {hi} "
+                          "ORDER BY rowid").fetchall()
+    cuts = [0] + [i for i in range(1, len(rows)) if rows[i][:2] < rows[i - 1][:2]] + [len(rows)]
+    return [rows[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _one_run(s, lo, hi):
+    runs = _runs(s, lo, hi)
+    return len(runs) == 1 and runs[0] == _zigzag(runs[0])
 
 
 def test_the_open_days_settled_hours_are_merged_into_runs_without_changing_answers(tmp_path):
@@ -576,15 +692,15 @@ def test_the_open_days_settled_hours_are_merged_into_runs_without_changing_answe
                 x.compact(day + h * H + 120)
         q = "SELECT count(*), sum(count), sum(bytes), sum(lat_sum), sum(l20) FROM nfs_s"
         total = s._cur.execute(q).fetchall()
-        assert len(_run_starts(s, day, day + 4 * H)) >= 3  # four hours: four runs
+        assert len(_runs(s, day, day + 4 * H)) >= 4  # four hours: four runs
         rewritten = []
         while n := s.sort_seconds(now):
             rewritten.append(n)
         assert rewritten == [s._cur.execute(f"SELECT count(*) FROM nfs_s WHERE ts < {day + 4 * H}").fetchone()[0],
                              s._cur.execute(f"SELECT count(*) FROM nfs_s WHERE ts >= {day + 4 * H} "
                                             f"AND ts < {day + 6 * H}").fetchone()[0]]
-        assert _run_starts(s, day, day + 4 * H) == [] and _run_starts(s, day + 4 * H, day + 6 * H) == []
-        assert _run_starts(s, day, day + 6 * H)  # two runs, not one
+        assert _one_run(s, day, day + 4 * H) and _one_run(s, day + 4 * H, day + 6 * H)
+        assert len(_runs(s, day, day + 6 * H)) == 2  # two runs, not one
         assert s._cur.execute(q).fetchall() == total
         w = Window(day, day + 7 * H, 120, "second")
         for st in (stat(by="client"), stat(by="file", client=["10.0.0.3"]), stat(BYTES, by="op")):
@@ -598,7 +714,7 @@ def test_the_open_days_settled_hours_are_merged_into_runs_without_changing_answe
         s.compact(now + H)  # hour 7 settles: the carry makes hours 0-8 one run
         eight = s._cur.execute(f"SELECT count(*) FROM nfs_s WHERE ts < {day + 8 * H}").fetchone()[0]
         assert s.sort_seconds(now + H) == eight
-        assert _run_starts(s, day, day + 8 * H) == []
+        assert _one_run(s, day, day + 8 * H)
     finally:
         s.close()
         s2.close()

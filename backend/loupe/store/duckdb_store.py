@@ -9,6 +9,8 @@ Layout, per family ``f`` (nfs, disk, cpu, net):
 * ``f_s``      settled seconds, moved from hot in chunks of ``compact_every``
                seconds and sorted by the family's key (e.g. host, client, ts, file),
                so one client's day touches a few row groups (zone maps skip the rest).
+               Its coded dimensions (host, op, share, ...: ``Family.coded``) are ENUMs,
+               widened as values appear (:meth:`DuckDBStore.admit_codes`).
 * ``f_m``, ``f_h``  minute and hour rollups: exact sums of the tier below.
 
 Every row holds every dimension of its family, so any breakdown can be asked of
@@ -67,6 +69,8 @@ TIER_TABLE = {"second": "s", "minute": "m", "hour": "h"}
 LAYOUT = 1  # bump when table shapes change
 ROLLUP_GRACE = 5  # seconds after a period ends before it is rolled up
 FUTURE_SLACK = 600  # frames this far ahead of the server clock are refused
+# A coded dimension with more values than this goes back to VARCHAR for good (see admit_codes).
+CODE_CAP = 1024
 
 
 @dataclass
@@ -84,12 +88,19 @@ class _Job:
 
 def _sort_key(fam: Family) -> list[str]:
     # host, then the dimension users drill into most, then ts: one element's history is contiguous.
-    # nfs: file after ts, so ts climbs within a client's run and compresses (7 % fewer bytes per
+    # nfs: file after ts, so ts is monotonic within a client's run and compresses (7 % fewer bytes per
     # row than (client, file, ts) on the benchmark's seed-workload day); a client's files are
     # still within its run.
+    # Within an element's run ts climbs and falls in turn (ascending for the first element, descending
+    # for the next, ...): bitpacking stores ts as deltas in groups of 2,048 values, and the jump back
+    # at each element's start (an hour of seconds, 12 bits) widened about half the groups; with the
+    # turn, neighbouring runs meet at the same second. nfs: 0.9 B per row of ts becomes 0.2.
     order = {"nfs": ["host", "client", "ts", "file"], "net": ["host", "client", "ts"], "tcp": ["host", "client", "ts"],
-             "disk": ["host", "disk", "ts"], "cpu": ["host", "ts"]}
-    return order.get(fam.name, ["host", "ts"])
+             "disk": ["host", "disk", "ts"], "cpu": ["host", "ts"]}.get(fam.name, ["host", "ts"])
+    at = order.index("ts")
+    if at > 1:
+        order[at] = f"CASE WHEN dense_rank() OVER (ORDER BY {', '.join(order[:at])}) % 2 = 1 THEN ts ELSE -ts END"
+    return order
 
 
 def merge_spans(day: int, done: int, settled: int, unit: int = 3600) -> list[tuple[int, int]]:
@@ -279,6 +290,7 @@ class DuckDBStore(Store):
             self._sources[(a, n)] = dict(agent=a, name=n, host=h, families=fams.split(",") if fams else [],
                                          state=st, reason=rs, demo=bool(demo), last_seen=seen)
         self._check_layout()
+        self._load_codes(self._db)
         row = self._db.execute("SELECT value FROM meta WHERE key = 'retain'").fetchone()
         self._retain_origin: tuple[str, float] | None = None
         if row:  # an admin's choice outlives restarts and wins over the configured default
@@ -477,6 +489,62 @@ class DuckDBStore(Store):
                     if cols and d not in cols:
                         log.info("store: adding dimension %s to %s", d, table)
                         self._db.execute(f"ALTER TABLE {table} ADD COLUMN {d} VARCHAR DEFAULT ''")
+
+    def _load_codes(self, cur: duckdb.DuckDBPyConnection) -> None:
+        """Per coded dimension: the values of its ENUM in ``f_s``, or None while it is VARCHAR
+        (a new store, one written before coding, or one past CODE_CAP: listed in ``uncoded``)."""
+        row = cur.execute("SELECT value FROM meta WHERE key = 'uncoded'").fetchone()
+        self._uncoded: set[str] = set(json.loads(row[0])) if row else set()
+        self._codes: dict[tuple[str, str], frozenset[str] | None] = {}
+        for fam in FAMILIES.values():
+            for d in fam.coded:
+                (kind,), = cur.execute("SELECT data_type FROM information_schema.columns WHERE table_name = ? "
+                                       "AND column_name = ?", [f"{fam.name}_s", d]).fetchall()
+                if kind.startswith("ENUM"):  # an empty table's first() is a NULL of the ENUM type
+                    (vals,), = cur.execute(f"SELECT enum_range(first({d})) FROM "
+                                           f"(SELECT {d} FROM {fam.name}_s LIMIT 1)").fetchall()
+                    self._codes[(fam.name, d)] = frozenset(vals)
+                else:
+                    self._codes[(fam.name, d)] = None
+
+    def admit_codes(self, cur: duckdb.DuckDBPyConnection, fam: Family, rows: str) -> None:
+        """Widen `fam`'s coded columns of ``f_s`` to every value of `rows` (an SQL query of the
+        family's rows), inside the caller's transaction, before those rows go in; on rollback the
+        caller calls :meth:`_load_codes`.
+
+        DuckDB stores a string column as dictionary codes bitpacked at a fixed width per row,
+        even where a run of rows holds one value (an hour of one host, one share); an ENUM is
+        an integer column, stored as runs. On the benchmark's seed-workload hour the four coded
+        NFS dimensions took 1.1 B of 14 B per row as strings (docs/PERFORMANCE.md). An ENUM's
+        values are kept sorted, so codes compare as the strings do. The first time (a new
+        store, or one written before coding) the column's stored strings are coded too. Past
+        CODE_CAP values a dimension goes back to VARCHAR for good: rewriting the column each
+        time yet another value appears would cost more than its codes save."""
+        names = [d for d in fam.coded if f"{fam.name}.{d}" not in self._uncoded]
+        if not names:
+            return
+        got = cur.execute(f"SELECT {', '.join(f'list(DISTINCT {d})' for d in names)} FROM ({rows})").fetchone()
+        table = f"{fam.name}_s"
+        for d, vals in zip(names, got):
+            known, want = self._codes[(fam.name, d)], set(vals or ())
+            if not want or (known is not None and want <= known):
+                continue
+            if known is None:
+                want |= {v for (v,) in cur.execute(f"SELECT DISTINCT {d} FROM {table}").fetchall()}
+            else:
+                want |= known
+            if len(want) > CODE_CAP:
+                log.warning("store: %s.%s has more than %d values: stored as strings from now on",
+                            fam.name, d, CODE_CAP)
+                if known is not None:
+                    cur.execute(f"ALTER TABLE {table} ALTER {d} TYPE VARCHAR")
+                self._uncoded.add(f"{fam.name}.{d}")
+                cur.execute("INSERT OR REPLACE INTO meta VALUES ('uncoded', ?)", [json.dumps(sorted(self._uncoded))])
+                self._codes[(fam.name, d)] = None
+                continue
+            enum = ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(want))
+            cur.execute(f"ALTER TABLE {table} ALTER {d} TYPE ENUM({enum})")
+            self._codes[(fam.name, d)] = frozenset(want)
 
     def _check_layout(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
@@ -1362,10 +1430,11 @@ class DuckDBStore(Store):
         order = ", ".join(_sort_key(fam))
         period = f"ts - ts % {length}" if length > 1 else "ts"
         if not fam.fold_dim:
-            return f"SELECT {period} AS ts, {', '.join(dims)}, {sums} FROM ({src}) GROUP BY ALL ORDER BY {order}"
+            return f"SELECT * FROM (SELECT {period} AS ts, {', '.join(dims)}, {sums} FROM ({src}) GROUP BY ALL) ORDER BY {order}"
         fd = fam.fold_dim
         others = [d for d in dims if d != fd]
-        return f"""
+        # Ordered outside the grouping: the sort key's window reads the output columns.
+        return f"""SELECT * FROM (
             WITH g AS (SELECT {period} AS ts, {', '.join(dims)}, {sums} FROM ({src}) GROUP BY ALL),
             r AS (SELECT ts, host, {fd},
                          row_number() OVER (PARTITION BY ts, host ORDER BY sum(count) DESC, {fd}) AS rn
@@ -1373,7 +1442,7 @@ class DuckDBStore(Store):
             SELECT g.ts, {', '.join('g.' + d for d in others)},
                    CASE WHEN r.rn <= {self.top_files} THEN g.{fd} ELSE '{FILE_OTHER}' END AS {fd},
                    {', '.join(f'sum(g.{c})::BIGINT AS {c}' for c in measures)}
-            FROM g JOIN r USING (ts, host, {fd}) GROUP BY ALL ORDER BY {order}"""
+            FROM g JOIN r USING (ts, host, {fd}) GROUP BY ALL) ORDER BY {order}"""
 
     def _roll(self, fam: Family, tier: str, period: int) -> None:
         length = PERIOD[tier]
@@ -1546,6 +1615,7 @@ class DuckDBStore(Store):
             try:
                 for fam in FAMILIES.values():
                     order = ", ".join(_sort_key(fam))
+                    self.admit_codes(cur, fam, f"SELECT * FROM {fam.name}_s_hot WHERE ts < {cutoff}")
                     n = cur.execute(
                         f"INSERT INTO {fam.name}_s BY NAME SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff} ORDER BY {order}"
                     ).fetchone()[0]
@@ -1558,6 +1628,7 @@ class DuckDBStore(Store):
                 cur.commit()
             except BaseException:
                 cur.rollback()
+                self._load_codes(cur)  # a widening rolled back with the rest
                 raise
             self._compacted = cutoff
         return moved
