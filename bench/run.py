@@ -29,7 +29,7 @@ import pyarrow as pa
 from loupe.catalog import FAMILIES, METRICS
 from loupe.memory import use_returning_arrow_pool
 from loupe.store.base import Statistic
-from loupe.store.duckdb_store import DuckDBStore, _hist_cols, _ordinals, _sort_key
+from loupe.store.duckdb_store import DuckDBStore, _hist_cols, _ordinals, _sorted
 from loupe.timerange import Window, choose_window
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -510,7 +510,6 @@ def bench_storage(tmp: Path, clients: int, hours: int) -> dict:
     merged = DuckDBStore(fresh(tmp / "storage_merged.duckdb"))
     strings = DuckDBStore(fresh(tmp / "storage_strings.duckdb"))
     stores = (("hourly", hourly), ("merged", merged), ("strings", strings))
-    order = ", ".join(_sort_key(NFS))
     cols = ["count", "bytes", "lat_sum"] + _hist_cols(NFS)
     nonzero = f"SELECT ({' + '.join(f'count_if({c} <> 0)' for c in cols)}) / count(*) FROM nfs_s"
     per_hour = []
@@ -527,7 +526,7 @@ def bench_storage(tmp: Path, clients: int, hours: int) -> dict:
                     st._cur.execute("INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY host, client, ts, file")
                 else:
                     st.admit_codes(st._cur, NFS, "SELECT * FROM hour_rows")
-                    st._cur.execute(f"INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY {order}")
+                    st._cur.execute(f"INSERT INTO nfs_s BY NAME {_sorted(NFS, 'SELECT * FROM hour_rows')}")
                 st._cur.unregister("hour_rows")
                 mark_compacted(st, t0 + (h + 1) * 3600)
             del hour
