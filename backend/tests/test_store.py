@@ -608,7 +608,7 @@ def test_a_closed_day_of_seconds_is_sorted_by_element_without_changing_answers(t
         assert s.sort_seconds(now) == len(before) > 1000
         after = s._cur.execute(q).fetchall()
         assert sorted(after) == sorted(before)  # the same rows, each once,
-        assert [r[:4] for r in after] == _zigzag([r[:4] for r in before])  # in (host, client, ts, file) order
+        assert [r[:4] for r in after] == _zigzag([r[:4] for r in before])  # in the storage order
         assert s._cur.execute("SELECT count(*), sum(count), sum(bytes) FROM nfs_s").fetchall() == total
         assert s.sort_seconds(now) == 0  # the next day is still open
         wins = [Window(day, day + 86400, 300, "second"), Window(day + 3600, day + 86400 + 3600, 120, "second")]
