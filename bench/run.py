@@ -29,7 +29,7 @@ import pyarrow as pa
 from loupe.catalog import FAMILIES, METRICS
 from loupe.memory import use_returning_arrow_pool
 from loupe.store.base import Statistic
-from loupe.store.duckdb_store import DuckDBStore, _hist_cols, _ordinals, _sorted
+from loupe.store.duckdb_store import DuckDBStore, _hist_cols, _ordinals, _sort_key
 from loupe.timerange import Window, choose_window
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -523,10 +523,9 @@ def bench_storage(tmp: Path, clients: int, hours: int) -> dict:
             for name, st in stores:  # compaction: the hour appended in the sort order
                 st._cur.register("hour_rows", hour)
                 if name == "strings":
-                    st._cur.execute("INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY host, client, ts, file")
+                    st._cur.execute(f"INSERT INTO nfs_s BY NAME SELECT * FROM hour_rows ORDER BY {', '.join(_sort_key(NFS))}")
                 else:
-                    st.admit_codes(st._cur, NFS, "SELECT * FROM hour_rows")
-                    st._cur.execute(f"INSERT INTO nfs_s BY NAME {_sorted(NFS, 'SELECT * FROM hour_rows')}")
+                    st.append_settled(st._cur, NFS, "SELECT * FROM hour_rows")
                 st._cur.unregister("hour_rows")
                 mark_compacted(st, t0 + (h + 1) * 3600)
             del hour

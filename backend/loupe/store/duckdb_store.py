@@ -563,6 +563,12 @@ class DuckDBStore(Store):
             cur.execute(f"ALTER TABLE {table} ALTER {d} TYPE ENUM({enum})")
             self._codes[(fam.name, d)] = frozenset(want)
 
+    def append_settled(self, cur: duckdb.DuckDBPyConnection, fam: Family, rows: str) -> int:
+        """Append `rows` (an SQL query of wide rows) to ``f_s`` in storage order, its coded columns
+        widened first, inside the caller's transaction; returns the rows appended."""
+        self.admit_codes(cur, fam, rows)
+        return cur.execute(f"INSERT INTO {fam.name}_s BY NAME {_sorted(fam, rows)}").fetchone()[0]
+
     def _check_layout(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
         if row is None:
@@ -1629,10 +1635,7 @@ class DuckDBStore(Store):
             cur.begin()
             try:
                 for fam in FAMILIES.values():
-                    self.admit_codes(cur, fam, f"SELECT * FROM {fam.name}_s_hot WHERE ts < {cutoff}")
-                    n = cur.execute(f"INSERT INTO {fam.name}_s BY NAME "
-                                    f"{_sorted(fam, f'SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff}')}"
-                                    ).fetchone()[0]
+                    n = self.append_settled(cur, fam, f"SELECT * FROM {fam.name}_s_hotv WHERE ts < {cutoff}")
                     cur.execute(f"DELETE FROM {fam.name}_s_hot WHERE ts < {cutoff}")
                     cur.execute(f"DELETE FROM {fam.name}_k_t WHERE ts < {cutoff}")
                     if n:  # raised before the commit: a query planned meanwhile still reads f_s that far
