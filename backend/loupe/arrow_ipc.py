@@ -8,8 +8,11 @@ backend reads the result with pyarrow (:mod:`loupe.frame_v3`), and the format is
 described in :mod:`loupe.frame`.
 
 A frame is encoded once, when it is made, into a *part*: a short JSON header (its
-family, row count and column layout) and its RecordBatch message as it goes on the
-wire. The agent spools parts; :func:`request_body` puts a request's parts into
+family, row count and column layout) and its messages as they go on the wire: one
+DictionaryBatch per dimension, then the RecordBatch. Dimensions go as dictionaries
+(each distinct value once, then an int32 code a row): a second's rows repeat their
+clients, ops and shares, and the server folds and groups on the codes without hashing
+a string. The agent spools parts; :func:`request_body` puts a request's parts into
 streams (one per column layout) behind Schema messages that carry the frame
 headers, so a send copies bytes and encodes nothing. :func:`part_columns` reads a
 part back into version-2 columns, for a server that does not read version 3.
@@ -27,13 +30,14 @@ MEDIA_TYPE = "application/vnd.apache.arrow.stream"
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # end of an IPC stream
 MEASURES = ("count", "bytes", "lat_sum")
 
-# Column kinds of a part's layout: a dimension (utf8), a measure (int64), a histogram
-# (map<int16 bucket exponent, int64 events>).
-DIM, MEASURE, HIST = "s", "i", "h"
+# Column kinds of a part's layout: a dimension (dictionary<int32, utf8>; "s", plain utf8,
+# is what agents wrote before dictionaries and may still sit in a spool), a measure
+# (int64), a histogram (map<int16 bucket exponent, int64 events>).
+DIM, PLAIN_DIM, MEASURE, HIST = "d", "s", "i", "h"
 
 # Arrow's flatbuffers enums (Schema.fbs, Message.fbs)
 _V5 = 4  # MetadataVersion
-_SCHEMA, _RECORD_BATCH = 1, 3  # MessageHeader
+_SCHEMA, _DICTIONARY, _RECORD_BATCH = 1, 2, 3  # MessageHeader
 _INT, _UTF8, _STRUCT, _MAP = 2, 5, 13, 17  # Type
 
 
@@ -130,11 +134,14 @@ def _message(header_type: int, header: _Table, body_length: int) -> bytes:
     return struct.pack("<Ii", 0xFFFFFFFF, len(meta)) + meta
 
 
-def _field(name: str, kind: str) -> _Table:
-    def f(n: str, type_id: int, type_: _Table, children=(), nullable: bool = False) -> _Table:
-        return _Table(_Str(n), ("?", nullable), ("B", type_id), type_, None, _Vec(children))
+def _field(name: str, kind: str, dict_id: int = 0) -> _Table:
+    def f(n: str, type_id: int, type_: _Table, children=(), nullable: bool = False, dictionary=None) -> _Table:
+        return _Table(_Str(n), ("?", nullable), ("B", type_id), type_, dictionary, _Vec(children))
 
-    if kind == DIM:
+    if kind == DIM:  # DictionaryEncoding: id, indexType Int(32, signed), isOrdered false
+        return f(name, _UTF8, _Table(), dictionary=_Table(("q", dict_id), _Table(("i", 32), ("?", True)),
+                                                          ("?", False)))
+    if kind == PLAIN_DIM:
         return f(name, _UTF8, _Table())
     if kind == MEASURE:
         return f(name, _INT, _Table(("i", 64), ("?", True)))
@@ -145,7 +152,19 @@ def _field(name: str, kind: str) -> _Table:
 
 def schema_message(fields: list[tuple[str, str]], metadata: dict[str, str]) -> bytes:
     kv = _Vec(_Table(_Str(k), _Str(v)) for k, v in metadata.items())
-    return _message(_SCHEMA, _Table(None, _Vec(_field(n, k) for n, k in fields), kv), 0)
+    ids = {n: i for i, n in enumerate(n for n, k in fields if k == DIM)}  # a part's dictionaries in this order
+    return _message(_SCHEMA, _Table(None, _Vec(_field(n, k, ids.get(n, 0)) for n, k in fields), kv), 0)
+
+
+def _body(buffers: list[bytes]) -> tuple[list[tuple[int, int]], list[bytes], int]:
+    """A message body of these buffers, each padded to 8 bytes: (offset and length of each, chunks, length)."""
+    spans, chunks, at = [], [], 0
+    for b in buffers:
+        spans.append((at, len(b)))
+        padded = len(b) + -len(b) % 8
+        chunks += [b, bytes(padded - len(b))]
+        at += padded
+    return spans, chunks, at
 
 
 # ---------------------------------------------------------------------- a frame's part
@@ -167,6 +186,18 @@ def _utf8(values) -> tuple[np.ndarray, bytes]:
     return offsets, data
 
 
+def _dictionary(values) -> tuple[np.ndarray, list]:
+    """(int32 code of each value, the distinct values in order of first appearance)."""
+    values = values.tolist() if isinstance(values, np.ndarray) else values
+    try:
+        index = dict.fromkeys(values)
+    except TypeError:
+        raise ValueError("a dimension's values must be strings") from None
+    for i, v in enumerate(index):
+        index[v] = i
+    return np.fromiter(map(index.__getitem__, values), np.int32, len(values)), list(index)
+
+
 def encode_part(family: str, cols: dict) -> bytes:
     """Version-2 columns (lists or numpy arrays, see :mod:`loupe.frame`) -> a frame's part:
     ``u32 header length | header JSON | RecordBatch message``. Raises ValueError for what
@@ -176,12 +207,20 @@ def encode_part(family: str, cols: dict) -> bytes:
     fields: list[tuple[str, str]] = []
     nodes: list[tuple[int, int]] = []
     buffers: list[bytes] = []  # one per Arrow buffer, in order; b"" for an absent validity bitmap
+    dicts: list[bytes] = []  # a DictionaryBatch message per dimension, ids in the layout's order
+    distincts: list[int] = []
 
     for d, vals in (cols.get("dims") or {}).items():
-        offsets, data = _utf8(vals)
+        codes, distinct = _dictionary(vals)
+        offsets, data = _utf8(distinct)
+        spans, chunks, length = _body([b"", offsets.tobytes(), data])
+        values = _Table(("q", len(distinct)), _Structs([(len(distinct), 0)]), _Structs(spans))
+        dicts.append(_message(_DICTIONARY, _Table(("q", len(dicts)), values, ("?", False)), length)
+                     + b"".join(chunks))
+        distincts.append(len(distinct))
         fields.append((d, DIM))
         nodes.append((n, 0))
-        buffers += [b"", offsets.tobytes(), data]
+        buffers += [b"", codes.tobytes()]
     for m in MEASURES:
         vals = cols.get(m)
         if vals is None:
@@ -211,15 +250,12 @@ def encode_part(family: str, cols: dict) -> bytes:
         nodes += [(n, 0), (len(rows), 0), (len(rows), 0), (len(rows), 0)]
         buffers += [b"", offsets.tobytes(), b"", b"", keys.tobytes(), b"", counts.tobytes()]
 
-    spans, body, at = [], [], 0
-    for b in buffers:
-        spans.append((at, len(b)))
-        padded = len(b) + -len(b) % 8
-        body += [b, bytes(padded - len(b))]
-        at += padded
+    spans, body, at = _body(buffers)
     batch = _Table(("q", n), _Structs(nodes), _Structs(spans))
-    header = json.dumps({"family": family, "n": n, "fields": fields}, separators=(",", ":")).encode()
-    return struct.pack("<I", len(header)) + header + _message(_RECORD_BATCH, batch, at) + b"".join(body)
+    header = json.dumps({"family": family, "n": n, "fields": fields, "dicts": [[len(m), k] for m, k in zip(dicts, distincts)]},
+                        separators=(",", ":")).encode()
+    return (struct.pack("<I", len(header)) + header + b"".join(dicts) + _message(_RECORD_BATCH, batch, at)
+            + b"".join(body))
 
 
 def part_header(part: bytes) -> dict:
@@ -231,8 +267,11 @@ def part_columns(part: bytes) -> dict:
     """A part back into version-2 columns (what :func:`encode_part` was given, as lists)."""
     head = part_header(part)
     n = head["n"]
-    msg = 4 + struct.unpack_from("<I", part)[0]
-    pos = msg + 8 + struct.unpack_from("<i", part, msg + 4)[0]  # the body, after the metadata
+    pos = 4 + struct.unpack_from("<I", part)[0]
+
+    def enter(message_at: int) -> None:  # to a message's body, after its metadata
+        nonlocal pos
+        pos = message_at + 8 + struct.unpack_from("<i", part, message_at + 4)[0]
 
     def take(nbytes: int) -> bytes:
         nonlocal pos
@@ -243,12 +282,24 @@ def part_columns(part: bytes) -> dict:
     def ints(count: int, dtype) -> np.ndarray:
         return np.frombuffer(take(count * np.dtype(dtype).itemsize), dtype)
 
+    def strings(count: int) -> list[str]:
+        offsets = ints(count + 1, np.int32)
+        data = take(int(offsets[-1]))
+        return [data[a:b].decode() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+    distinct, at = [], pos
+    for length, count in head.get("dicts", []):
+        enter(at)
+        distinct.append(strings(count))
+        at += length
+    enter(at)
     out: dict = {"n": n, "dims": {}}
     for name, kind in head["fields"]:
         if kind == DIM:
-            offsets = ints(n + 1, np.int32)
-            data = take(int(offsets[-1]))
-            out["dims"][name] = [data[a:b].decode() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+            values = distinct.pop(0)
+            out["dims"][name] = [values[c] for c in ints(n, np.int32).tolist()]
+        elif kind == PLAIN_DIM:
+            out["dims"][name] = strings(n)
         elif kind == MEASURE:
             out[name] = ints(n, np.int64).tolist()
         else:

@@ -41,11 +41,13 @@ checks whole columns at once). The body is one or more IPC streams back to back,
 ended by its end-of-stream marker; a stream holds the frames of one column layout, one
 record batch per frame::
 
-    stream 0   schema    client: utf8, op: utf8, count: int64, latency: map<int16, int64>
+    stream 0   schema    client: dictionary<int32, utf8>, op: dictionary<int32, utf8>, count: int64,
+                         latency: map<int16, int64>
                metadata  loupe.frames  = [{"v": 3, "source": "bpf.nfswire@nas1", "seq": ..., "ts": ...,
                                            "family": "nfs", "host": "nas1"}, ...]
                          loupe.request = {"agent": ..., "status": [...], "stats": {...}, "sent_at": ...}
-               record batch: frame 0's rows; record batch: frame 1's rows; ...; end of stream
+               dictionary batches + record batch: frame 0's rows; the same for frame 1; ...;
+               end of stream
     stream 1   (another layout, e.g. the disk frames) ...
 
 * ``loupe.frames`` (JSON): one header per record batch, in order, with the fields of
@@ -53,7 +55,11 @@ record batch per frame::
   request's other fields (``IngestRequest`` but ``frames``). A request without frames
   is one stream without columns or batches.
 * Columns, each optional, with no nulls: a dimension of the family as a string, large
-  string or dictionary-of-string column (absent: ""); ``count``/``bytes``/``lat_sum``
+  string or dictionary-of-string column (absent: ""). ``loupe agent`` writes dictionaries,
+  each frame's own (a dictionary batch replaces the last frame's whole), each value once:
+  the server folds files and groups rows on the codes, and trusts them; a dictionary that
+  repeats a value is stored with the same totals, the file fold may treat the copies as
+  two files; ``count``/``bytes``/``lat_sum``
   as any integer type, 0..2**62 (absent: zeros); a histogram as
   ``map<integer bucket exponent, integer events>``, a row's map its non-empty buckets.
 * Refused: compressed buffers, delta dictionaries (a batch may replace its

@@ -64,7 +64,8 @@ class ArrowFrame:
     family: str
     host: str
     n_rows: int
-    dims: dict[str, pa.Array] = field(default_factory=dict)  # string arrays of n_rows values
+    # n_rows values each: string arrays, or dictionary<int32, string> with each value once
+    dims: dict[str, pa.Array] = field(default_factory=dict)
     measures: dict[str, np.ndarray] = field(default_factory=dict)  # int64; an absent measure is zeros
     hist: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)  # (row, bucket, n)
     v: int = 3
@@ -255,21 +256,8 @@ def _frame(i: int, header, batch: pa.RecordBatch) -> ArrowFrame:
             col.validate(full=True)
         except (pa.ArrowException, OSError) as e:
             raise bad(name, f"invalid column data: {e}") from None
-        t = col.type
         if name in dims:
-            if pa.types.is_dictionary(t):
-                t = t.value_type
-            if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
-                raise bad(name, f"a dimension is a string column (or a dictionary of strings), not {col.type}")
-            col = col.cast(pa.string()) if col.type != pa.string() else col
-            if col.null_count:
-                raise bad(name, "a dimension holds no nulls (an absent value is \"\")")
-            # bytes >= characters, and the offsets say how many bytes each value has
-            if n and np.diff(np.frombuffer(col.buffers()[1], np.int32, n + 1, col.offset * 4)).max() > MAX_DIM_LEN:
-                long = pc.greater(pc.utf8_length(col), MAX_DIM_LEN)
-                if pc.any(long).as_py():
-                    raise bad(name, f"value {pc.index(long, True).as_py()} is longer than {MAX_DIM_LEN} characters")
-            out.dims[name] = col
+            out.dims[name] = _dimension(col, bad, name)
         elif name in MEASURES:
             out.measures[name] = _counts(col, bad, name, "a measure")
         elif name in hists:
@@ -278,6 +266,35 @@ def _frame(i: int, header, batch: pa.RecordBatch) -> ArrowFrame:
             valid = dims + list(MEASURES) + list(hists)
             raise bad(name, f"unknown column for family {h.family}; valid: {', '.join(valid)}")
     return out
+
+
+def _dimension(col: pa.Array, bad, name: str) -> pa.Array:
+    """A dimension column -> a string array, or a dictionary array of int32 codes into strings, which
+    the store folds and groups on. Writers put each value in a dictionary once (pyarrow's and
+    loupe.arrow_ipc do); one that repeats a value is not re-checked, which would hash every file
+    name of every frame: its rows are stored with the same totals, and only which files the fold
+    keeps by name may differ."""
+    t = col.type
+    coded = pa.types.is_dictionary(t)
+    values = col.dictionary if coded else col
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        raise bad(name, f"a dimension is a string column (or a dictionary of strings), not {t}")
+    if col.null_count or (coded and values.null_count):
+        raise bad(name, "a dimension holds no nulls (an absent value is \"\")")
+    if values.type != pa.string():
+        values = values.cast(pa.string())
+    # bytes >= characters, and the offsets say how many bytes each value has
+    if len(values) and np.diff(np.frombuffer(values.buffers()[1], np.int32, len(values) + 1,
+                                             values.offset * 4)).max() > MAX_DIM_LEN:
+        long = pc.greater(pc.utf8_length(values), MAX_DIM_LEN)
+        if coded:  # by row: a long value no row uses is harmless
+            long = long.take(col.indices)
+        if pc.any(long).as_py():
+            raise bad(name, f"value {pc.index(long, True).as_py()} is longer than {MAX_DIM_LEN} characters")
+    if not coded:
+        return values
+    codes = col.indices if col.indices.type == pa.int32() else col.indices.cast(pa.int32())
+    return pa.DictionaryArray.from_arrays(codes, values)
 
 
 def _counts(col: pa.Array, bad, name: str, what: str, unit: str = "row") -> np.ndarray:

@@ -1,5 +1,6 @@
 """Frame version 3 (Arrow IPC bodies): the same rows stored as version 2, the same rules, named errors."""
 
+import base64
 import json
 import random
 import time
@@ -152,6 +153,10 @@ def test_the_writer_round_trips_through_pyarrow_and_back():
     part = encode_part("nfs", cols)
     t = pa.ipc.open_stream(request_body([({"source": "a", "seq": 1, "ts": 1, "host": "h"}, part)], {})).read_all()
     assert t.column("client").to_pylist() == cols["dims"]["client"] and t.column("count").to_pylist() == cols["count"]
+    # dimensions go as dictionaries: each distinct value once, an int32 code a row
+    op = t.column("op").chunk(0)
+    assert op.type == pa.dictionary(pa.int32(), pa.string()) and op.dictionary.to_pylist() == ["read", "write"]
+    assert op.indices.to_pylist() == [0, 1, 0]
     assert t.column("latency").to_pylist() == [[(10, 2)], [], [(35, 1), (12, 3)]]
     back = part_columns(part)
     assert back["hist"]["latency"] == {"row": [0, 2, 2], "bucket": [10, 35, 12], "n": [2, 1, 3]}
@@ -161,6 +166,86 @@ def test_the_writer_round_trips_through_pyarrow_and_back():
         encode_part("nfs", {"n": 1, "count": [2**64]})
     with pytest.raises(ValueError, match="must be strings"):
         encode_part("nfs", {"n": 2, "dims": {"op": ["read", 7]}})
+
+
+# A part as agents wrote it before dimensions went as dictionaries (plain utf8 columns); one may wait
+# in an agent's spool across an upgrade. 3 nfs rows: clients 10.0.0.1, .2, .1; ops read, write, read.
+OLD_PART = base64.b64decode(
+    "ZwAAAHsiZmFtaWx5IjoibmZzIiwibiI6MywiZmllbGRzIjpbWyJjbGllbnQiLCJzIl0sWyJvcCIsInMiXSxbImNvdW50IiwiaSJdLFsiYnl0ZXMi"
+    "LCJpIl0sWyJsYXRlbmN5IiwiaCJdXX3/////8AEAABAAAAAMABcAFAAWABAACAAMAAAAAAAAAKAAAAAAAAAAGAAAAAQAAwAKABgACAAQABQAAAAA"
+    "AAAAEAAAAAAAAAADAAAAAAAAAAwAAACQAAAAAAAAAAgAAAADAAAAAAAAAAAAAAAAAAAAAwAAAAAAAAAAAAAAAAAAAAMAAAAAAAAAAAAAAAAAAAAD"
+    "AAAAAAAAAAAAAAAAAAAAAwAAAAAAAAAAAAAAAAAAAAIAAAAAAAAAAAAAAAAAAAACAAAAAAAAAAAAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAAAAAAR"
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAEAAAAAAAAAAQAAAAAAAAABgAAAAAAAAAKAAAAAAAAAAAAAAAAAAAACgAAAAAAAAAEAAAAAAAAAA4"
+    "AAAAAAAAAA0AAAAAAAAASAAAAAAAAAAAAAAAAAAAAEgAAAAAAAAAGAAAAAAAAABgAAAAAAAAAAAAAAAAAAAAYAAAAAAAAAAYAAAAAAAAAHgAAAAA"
+    "AAAAAAAAAAAAAAB4AAAAAAAAABAAAAAAAAAAiAAAAAAAAAAAAAAAAAAAAIgAAAAAAAAAAAAAAAAAAACIAAAAAAAAAAQAAAAAAAAAkAAAAAAAAAAA"
+    "AAAAAAAAAJAAAAAAAAAAEAAAAAAAAAAAAAAACAAAABAAAAAYAAAAMTAuMC4wLjExMC4wLjAuMjEwLjAuMC4xAAAAAAQAAAAJAAAADQAAAHJlYWR3"
+    "cml0ZXJlYWQAAAABAAAAAAAAAAIAAAAAAAAAAwAAAAAAAAAAEAAAAAAAAAAAAAAAAAAAACAAAAAAAAAAAAAAAQAAAAEAAAACAAAADgAUAAAAAAAB"
+    "AAAAAAAAAAMAAAAAAAAA")
+
+
+def test_a_part_spooled_before_dictionaries_still_sends_beside_new_ones(tmp_path):
+    """An upgraded agent sends what its spool holds: the old part reads back, goes in its own stream
+    beside a part of the same columns written now, and both are stored alike."""
+    old = part_columns(OLD_PART)
+    assert old["dims"] == {"client": ["10.0.0.1", "10.0.0.2", "10.0.0.1"], "op": ["read", "write", "read"]}
+    assert old["count"] == [1, 2, 3] and old["hist"]["latency"] == {"row": [0, 2], "bucket": [14, 20], "n": [1, 3]}
+    new = encode_part("nfs", {**old, "dims": {"client": ["10.0.0.3"] * 3, "op": old["dims"]["op"]}})
+    body = request_body([({"source": "s@h", "seq": 1, "ts": NOW - 9, "host": "h"}, OLD_PART),
+                         ({"source": "s@h", "seq": 2, "ts": NOW - 8, "host": "h"}, new)], {})
+    for c in app(tmp_path, "old"):
+        r = c.post("/api/v1/ingest", content=body, headers=ARROW)
+        assert r.status_code == 200 and r.json()["accepted"] == 2, r.text
+    rows = stored(tmp_path / "old")["nfs"]
+    assert sorted((r[1], r[2], r[4], r[7]) for r in rows) == [  # host, client, op, count
+        ("h", "10.0.0.1", "read", 1), ("h", "10.0.0.1", "read", 3), ("h", "10.0.0.2", "write", 2),
+        ("h", "10.0.0.3", "read", 1), ("h", "10.0.0.3", "read", 3), ("h", "10.0.0.3", "write", 2)]
+
+
+def _coded(values: list[str], extra: list[str]) -> pa.DictionaryArray:
+    """`values` as a dictionary whose values repeat (each twice, rows using both copies) and hold
+    `extra` values no row uses."""
+    distinct = list(dict.fromkeys(values))
+    pos = {v: i for i, v in enumerate(distinct)}
+    codes = [pos[v] + (len(distinct) if i % 2 else 0) for i, v in enumerate(values)]
+    return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(distinct * 2 + extra))
+
+
+def test_a_dictionary_with_repeated_and_unused_values_keeps_every_total(tmp_path):
+    """A writer may repeat a dictionary value or leave values unused (Loupe's and pyarrow's never
+    do): the server trusts the codes rather than hash every file name, so the file fold may treat the
+    copies as two files, but every total by every dimension is the one plain strings give, and an
+    unused value breaks no rule (not even the length limit)."""
+    frames = [f for f in random_frames(seed=7, seconds=6) if f[0]["family"] == "nfs"]
+    bodies = {"plain": [], "coded": []}
+    for h, c in frames:
+        plain = arrow_table("nfs", c)
+        coded = plain.set_column(plain.schema.get_field_index("file"), "file",
+                                 _coded(c["dims"]["file"], ["/never", "x" * 2000]))
+        coded = coded.set_column(coded.schema.get_field_index("client"), "client",
+                                 _coded(c["dims"]["client"], []))
+        bodies["plain"].append((h | {"v": 3}, plain))
+        bodies["coded"].append((h | {"v": 3}, coded))
+    totals = {}
+    for name, fr in bodies.items():
+        for c in app(tmp_path, name, top_files=3):
+            r = c.post("/api/v1/ingest", content=pyarrow_body(fr), headers=ARROW)
+            assert r.status_code == 200 and r.json()["accepted"] == len(frames), r.text
+        con = duckdb.connect(str(tmp_path / name / "loupe.duckdb"), read_only=True)
+        totals[name] = {d: con.execute(f"SELECT {d}, sum(count), sum(bytes), sum(lat_sum), count(DISTINCT ts) "
+                                       f"FROM nfs_s_hot GROUP BY ALL ORDER BY ALL").fetchall()
+                        for d in ("client", "proto", "op", "share")}
+        totals[name]["hist"] = con.execute("SELECT k, sum(v) FROM (SELECT unnest(hk) k, unnest(hv) v FROM "
+                                           "nfs_s_hot) GROUP BY k ORDER BY k").fetchall()
+        totals[name]["files"] = con.execute("SELECT sum(count) FROM nfs_s_hot WHERE file <> '(other files)'"
+                                            ).fetchone()[0] > 0
+        con.close()
+    assert totals["coded"] == totals["plain"] and len(totals["plain"]["client"]) > 3
+    long = _coded(["/a", "/b"], []).dictionary.to_pylist()
+    body = one(pa.table({"file": pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int8()),
+                                                                 pa.array(long[:1] + ["é" * 1025]))}))
+    for c in app(tmp_path, "long"):
+        r = c.post("/api/v1/ingest", content=body, headers=ARROW)
+        assert r.status_code == 422 and "frames.0.file: frame 0 (seq 1): value 0 is longer than 1024" in r.text
 
 
 # ---------------------------------------------------------------------- bad bodies

@@ -167,22 +167,31 @@ def _ordinal_lookup(fam: Family) -> dict[str, tuple[np.ndarray, int]]:
     return got
 
 
-def _group_ids(keys: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by equal values of every key column: (group id per row, first row of each
-    group), groups numbered in order of their combined codes. Any label may hold any character, so
-    labels are never joined with a separator: their dictionary codes are the digits of one number,
-    renumbered only when the next digit could overflow it; a constant column adds none."""
-    n = len(keys[0]) if keys else 0
+def _codes(col: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(code of each row, the distinct values): a dictionary array's own (frame_v3 leaves each value
+    in its dictionary once), a string array's by encoding it."""
+    enc = col if pa.types.is_dictionary(col.type) else pc.dictionary_encode(col)
+    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary
+
+
+def _plain(col: pa.Array) -> pa.Array:
+    """A dimension as the strings the hot table holds."""
+    return col.dictionary.take(col.indices) if pa.types.is_dictionary(col.type) else col
+
+
+def _group_ids(n: int, keys: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """n rows grouped by equal values of every key (codes, how many there may be): (group id per
+    row, first row of each group), groups numbered in order of their combined codes. Any label may
+    hold any character, so labels are never joined with a separator: their codes are the digits
+    of one number, renumbered only when the next digit could overflow it; a constant key adds none."""
     gid, size = np.zeros(n, dtype=np.int64), 1
-    for col in keys:
-        enc = pc.dictionary_encode(col)
-        card = len(enc.dictionary)
+    for code, card in keys:
         if card <= 1:
             continue
         if size * card >= 2**62:
             gid, first = _groups(gid)
             size = len(first)
-        gid = gid * card + enc.indices.to_numpy()
+        gid = gid * card + code
         size *= card
     return _groups(gid)
 
@@ -201,6 +210,10 @@ def _groups(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inverse = np.empty(n, dtype=np.int64)
     inverse[order] = np.cumsum(start) - 1
     return inverse, np.minimum.reduceat(order, np.flatnonzero(start))
+
+
+def _blank(n: int) -> pa.Array:
+    return pa.repeat(pa.scalar("", pa.string()), n)
 
 
 def _hist_lists(r: np.ndarray, o: np.ndarray, v: np.ndarray, n: int) -> tuple[pa.Array, pa.Array]:
@@ -889,22 +902,26 @@ class DuckDBStore(Store):
         meas = {m: np.zeros(n, np.int64) if measures.get(m) is None else np.asarray(measures[m], np.int64)
                 for m in MEASURES}
         names = [d for d in fam.dims if d != "host"]
-        cols_in = {d: dims[d] if d in dims else pa.repeat(pa.scalar("", pa.string()), n) for d in names}
-        keep = self._kept_rows(fam, n, dims, meas["count"])
+        fd = fam.fold_dim
+        files = _codes(dims[fd]) if fd in dims and n > self.top_files else None
+        keep = None if files is None else self._kept_rows(*files, meas["count"])
         if keep is None:
             out_n, folded = n, 0
-            cols: dict[str, pa.Array] = dict(cols_in)
+            cols = {d: _plain(dims[d]) if d in dims else _blank(n) for d in names}
         else:
             # Kept rows first, in their order, then one row per group of the folded rows' other
             # dimensions, as their first row shows them; histogram entries follow their row there.
+            # Folding and grouping work on dictionary codes: no string is hashed or copied twice.
             kidx, fidx = np.flatnonzero(keep), np.flatnonzero(~keep)
-            gid, first = _group_ids([cols_in[d].take(fidx) for d in names if d != fam.fold_dim])
+            codes = {d: _codes(dims[d]) for d in names if d != fd and d in dims}
+            gid, first = _group_ids(len(fidx), [(c[fidx], len(v)) for c, v in codes.values()])
             g = len(first)
             out_n, folded = len(kidx) + g, len(fidx)
-            take = pa.array(np.concatenate([kidx, fidx[first]]))
-            cols = {d: cols_in[d].take(take) for d in names if d != fam.fold_dim}
-            cols[fam.fold_dim] = pa.concat_arrays([cols_in[fam.fold_dim].take(pa.array(kidx)),
-                                                   pa.repeat(pa.scalar(FILE_OTHER, pa.string()), g)])
+            take = np.concatenate([kidx, fidx[first]])
+            cols = {d: codes[d][1].take(codes[d][0][take]) if d in codes else _blank(out_n) for d in names}
+            code, values = files
+            cols[fd] = pa.concat_arrays([values, pa.array([FILE_OTHER], pa.string())]).take(
+                np.concatenate([code[kidx], np.full(g, len(values))]))
             for m, vals in meas.items():
                 acc = np.zeros(g, dtype=np.int64)
                 np.add.at(acc, gid, vals[fidx])
@@ -920,26 +937,23 @@ class DuckDBStore(Store):
         out["hk"], out["hv"] = _hist_lists(r, o, v, out_n)
         return pa.table(out), folded
 
-    def _kept_rows(self, fam: Family, n: int, dims: dict[str, pa.Array], count: np.ndarray) -> np.ndarray | None:
-        """Which rows keep their file: those of the top K files of the second by events (a row
-        of count 0 weighs 1), most first, then by name; None when every file fits."""
-        fd = fam.fold_dim
-        if not fd or n <= self.top_files or fd not in dims:
+    def _kept_rows(self, code: np.ndarray, files: pa.Array, count: np.ndarray) -> np.ndarray | None:
+        """Which rows keep their file (`code` into the distinct `files`): those of the top K files of
+        the second by events (a row of count 0 weighs 1), most first, then by name; None when every
+        file fits."""
+        nd, k = len(files), self.top_files
+        if nd <= k:
             return None
-        files = pc.dictionary_encode(dims[fd])
-        nd = len(files.dictionary)
-        if nd <= self.top_files:
-            return None
-        code = files.indices.to_numpy()
         weight = np.zeros(nd, dtype=np.int64)
         np.add.at(weight, code, np.where(count > 0, count, 1))
+        if np.count_nonzero(weight) <= k:  # a dictionary may hold files no row has
+            return None
         # Everything above the K-th largest weight is kept; names decide only among the files
         # that tie with it, so only those are sorted (strings sort by code point, as in Python).
-        k = self.top_files
         cut = np.partition(weight, nd - k)[nd - k]
         kept = weight > cut
         tie = np.flatnonzero(weight == cut)
-        by_name = pc.sort_indices(files.dictionary.take(pa.array(tie))).to_numpy()
+        by_name = pc.sort_indices(files.take(pa.array(tie))).to_numpy()
         kept[tie[by_name[: k - int(kept.sum())]]] = True
         return kept[code]
 
