@@ -200,7 +200,9 @@ def _dictionary(values) -> tuple[np.ndarray, list]:
 
 def encode_part(family: str, cols: dict) -> bytes:
     """Version-2 columns (lists or numpy arrays, see :mod:`loupe.frame`) -> a frame's part:
-    ``u32 header length | header JSON | RecordBatch message``. Raises ValueError for what
+    ``u32 header length | header JSON | a DictionaryBatch message per dimension | RecordBatch
+    message``; the header's ``dicts`` gives each DictionaryBatch's bytes and values, for
+    :func:`part_columns`. Raises ValueError for what
     these Arrow types cannot hold (a dimension value not a string, a measure beyond int64,
     a bucket beyond int16): such a frame goes as JSON, for the server to name the problem."""
     n = int(cols["n"])
@@ -252,8 +254,8 @@ def encode_part(family: str, cols: dict) -> bytes:
 
     spans, body, at = _body(buffers)
     batch = _Table(("q", n), _Structs(nodes), _Structs(spans))
-    header = json.dumps({"family": family, "n": n, "fields": fields, "dicts": [[len(m), k] for m, k in zip(dicts, distincts)]},
-                        separators=(",", ":")).encode()
+    header = json.dumps({"family": family, "n": n, "fields": fields,
+                         "dicts": [[len(m), k] for m, k in zip(dicts, distincts)]}, separators=(",", ":")).encode()
     return (struct.pack("<I", len(header)) + header + b"".join(dicts) + _message(_RECORD_BATCH, batch, at)
             + b"".join(body))
 

@@ -64,7 +64,7 @@ class ArrowFrame:
     family: str
     host: str
     n_rows: int
-    # n_rows values each: string arrays, or dictionary<int32, string> with each value once
+    # n_rows values each: string arrays, or dictionary<int32, string> (see _dimension)
     dims: dict[str, pa.Array] = field(default_factory=dict)
     measures: dict[str, np.ndarray] = field(default_factory=dict)  # int64; an absent measure is zeros
     hist: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)  # (row, bucket, n)

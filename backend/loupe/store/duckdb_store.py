@@ -168,8 +168,8 @@ def _ordinal_lookup(fam: Family) -> dict[str, tuple[np.ndarray, int]]:
 
 
 def _codes(col: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """(code of each row, the distinct values): a dictionary array's own (frame_v3 leaves each value
-    in its dictionary once), a string array's by encoding it."""
+    """(code of each row, the values): a dictionary array's own (trusted to hold each value once; see
+    frame_v3._dimension), a string array's by encoding it."""
     enc = col if pa.types.is_dictionary(col.type) else pc.dictionary_encode(col)
     return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary
 
