@@ -117,6 +117,29 @@ def test_a_record_out_of_lsn_sequence_ends_a_segment(tmp_path):
     assert [r.lsn for r in records] == [7, 8] and good == len(recs[0]) + len(recs[1]) and why is None
 
 
+def test_records_written_through_the_reused_memory_read_back_whole(tmp_path):
+    """Each record is encoded into memory kept from the last: records that grow past it, shrink
+    under it, hold several families, or exceed what is kept, all read back as written."""
+    probe = DuckDBStore(tmp_path / "p.duckdb", clock=lambda: NOW)
+    nfs = [probe._to_arrow(FAMILIES["nfs"], random_nfs_frames(NOW, k, seed=k))[0] for k in (1, 6, 2, 12)]
+    disk = probe._to_arrow(FAMILIES["disk"], [])[0]
+    probe.close()
+    log = IngestLog(tmp_path / "reuse")
+    log.replay(0)
+    log._scratch.KEEP = nfs[1].nbytes  # the 12-second record is larger than what is kept
+    want = [{"nfs": nfs[0]}, {"nfs": nfs[1], "disk": disk}, {"nfs": nfs[2]}, {"nfs": nfs[3]}, {"nfs": nfs[0]}]
+    for i, tables in enumerate(want):
+        assert log.append({"a@h": i}, {"nas1"}, NOW, tables) == i + 1
+    kept = log._scratch._buf
+    assert kept is not None and kept.size <= log._scratch.KEEP
+    records, _, why = read_segment(log.segments()[0])
+    assert why is None and [r.lsn for r in records] == [1, 2, 3, 4, 5]
+    for r, tables in zip(records, want):
+        assert r.tables.keys() == tables.keys()
+        assert all(r.tables[f].equals(t) for f, t in tables.items())
+    assert nfs[3].num_rows > nfs[1].num_rows > nfs[0].num_rows
+
+
 def test_a_torn_record_at_the_tail_is_dropped_and_the_rest_replayed(tmp_path):
     path = tmp_path / "t.duckdb"
     s = DuckDBStore(path, clock=lambda: NOW)

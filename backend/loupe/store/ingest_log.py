@@ -59,17 +59,48 @@ class Record:
     tables: dict[str, pa.Table]
 
 
+class Scratch:
+    """The memory a log's records are written into, kept from one record to the next. Written
+    into a fresh growing buffer, a 10,000-row record faulted its pages in anew each time: its
+    encoding took 1.0-1.3 ms at the 99th percentile against 0.4 reused, the median 0.22 either
+    way (ad hoc, 300 paced bodies). A record larger than KEEP gets memory of its own."""
+
+    KEEP = 16 << 20
+
+    def __init__(self) -> None:
+        self._buf: pa.Buffer | None = None
+
+    def get(self, size: int) -> pa.Buffer:
+        if size > self.KEEP:
+            return pa.allocate_buffer(size)
+        if self._buf is None or self._buf.size < size:
+            self._buf = pa.allocate_buffer(min(self.KEEP, max(size, 2 * (self._buf.size if self._buf else 0))))
+        return self._buf
+
+
+def _ipc_size(t: pa.Table) -> int:
+    sink = pa.MockOutputStream()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    return sink.size()
+
+
 def encode(lsn: int, seqs: dict[str, int], hosts: list[str], seen: float,
-           tables: dict[str, pa.Table]) -> list[memoryview]:
-    """One record as buffers to write in order (no copy of the Arrow bodies into one bytes)."""
-    parts, bodies = [], []
-    for fam, t in tables.items():
-        sink = pa.BufferOutputStream()
+           tables: dict[str, pa.Table], scratch: Scratch | None = None) -> list[memoryview]:
+    """One record as buffers to write in order (no copy of the Arrow bodies into one bytes). The
+    bodies are views of `scratch`'s memory, valid until the next record is encoded into it."""
+    sizes = [_ipc_size(t) for t in tables.values()]
+    buf = (scratch or Scratch()).get(sum(sizes))
+    sink, view = pa.FixedSizeBufferWriter(buf), memoryview(buf)
+    parts, bodies, at = [], [], 0
+    for (fam, t), size in zip(tables.items(), sizes):
         with pa.ipc.new_stream(sink, t.schema) as w:
             w.write_table(t)
-        buf = sink.getvalue()
-        parts.append([fam, buf.size])
-        bodies.append(memoryview(buf))
+        if sink.tell() != at + size:  # the writer is deterministic: this would be a pyarrow bug
+            raise RuntimeError(f"ingest log: {fam}'s IPC stream took {sink.tell() - at} bytes, sized {size}")
+        parts.append([fam, size])
+        bodies.append(view[at:at + size])
+        at += size
     header = json.dumps(dict(lsn=lsn, seqs=seqs, hosts=sorted(hosts), seen=seen, parts=parts)).encode()
     crc = crc32c.crc32c(header)
     for b in bodies:
@@ -120,6 +151,7 @@ class IngestLog:
         self.last_lsn = 0
         self._retired: list[tuple[Path, int]] = []  # closed segments and their last lsn
         self._spares: list[Path] = []  # committed segments, to be overwritten next
+        self._scratch = Scratch()
 
     def segments(self) -> list[Path]:
         return sorted(self.dir.glob("*.log"), key=lambda p: int(p.stem))
@@ -151,7 +183,7 @@ class IngestLog:
     def append(self, seqs: dict[str, int], hosts: set[str], seen: float, tables: dict[str, pa.Table]) -> int:
         """Write one record and fsync it; returns its lsn. Raises OSError (e.g. disk full) with nothing acknowledged."""
         lsn = self.last_lsn + 1
-        bufs = encode(lsn, seqs, sorted(hosts), seen, tables)
+        bufs = encode(lsn, seqs, sorted(hosts), seen, tables, self._scratch)  # under the store's log lock
         size = sum(len(b) for b in bufs)
         if self._fd is None:
             self._path = self._spares.pop(0) if self._spares else self.dir / f"{lsn:020d}.log"
