@@ -240,9 +240,8 @@ def test_a_dictionary_with_repeated_and_unused_values_keeps_every_total(tmp_path
                                             ).fetchone()[0] > 0
         con.close()
     assert totals["coded"] == totals["plain"] and len(totals["plain"]["client"]) > 3
-    long = _coded(["/a", "/b"], []).dictionary.to_pylist()
     body = one(pa.table({"file": pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int8()),
-                                                                 pa.array(long[:1] + ["é" * 1025]))}))
+                                                                 pa.array(["/a", "é" * 1025]))}))
     for c in app(tmp_path, "long"):
         r = c.post("/api/v1/ingest", content=body, headers=ARROW)
         assert r.status_code == 422 and "frames.0.file: frame 0 (seq 1): value 0 is longer than 1024" in r.text
