@@ -16,8 +16,10 @@ LINK_PROBES = ("bpf.net", "procfs.net")  # each client's bytes and interface; th
 MBIT = 125_000  # bytes/s
 
 
-def run_workloads(nfs_lab, lab, g, jobs: dict, seconds: int = 8) -> dict:
-    """Each client's workload at once; the window of whole seconds they all ran."""
+def run_workloads(nfs_lab, lab, g, s, jobs: dict, seconds: int = 8) -> dict:
+    """Each client's workload at once; the window of whole seconds they all ran, once the server `s`
+    has every client's ops in its last seconds (on a loaded host the agent's frames may come later
+    than a fixed wait: the diagnosis of a window not yet stored would say "idle")."""
     start = time.time() + 1
     procs = []
     for i, c in enumerate(lab.clients, 1):
@@ -30,8 +32,14 @@ def run_workloads(nfs_lab, lab, g, jobs: dict, seconds: int = 8) -> dict:
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0 and '"error"' not in out, (out, err)
     end = time.time()
-    time.sleep(3)  # the last seconds reach the store
-    return {"start": str(int(start) + 1), "end": str(int(end) - 1)}
+    window = {"start": str(int(start) + 1), "end": str(int(end) - 1)}
+    last = {"from": str(int(end) - 3), "to": window["end"]}
+    want = {c.ip for c in lab.clients}
+    s.wait_for(lambda: want <= {r["key"] for r in s.get("/api/v1/breakdown", metric="nfs.ops", by="client",
+                                                       **last)["rows"] if r["value"] > 0},
+               30, f"every client's ops of seconds {last['from']}..{last['to']} in the store")
+    time.sleep(2)  # the other sources' (socket probe, link counters) frames of those seconds
+    return window
 
 
 def test_three_clients_three_verdicts(nfs_lab):
@@ -45,7 +53,7 @@ def test_three_clients_three_verdicts(nfs_lab):
         jobs = {shaped.ip: ("stream-write", ["--depth", "4"]),
                 syncer.ip: ("sync-write", ["--depth", "1", "--io", "4096"]),  # one 4 KiB sync write at a time
                 healthy.ip: ("stream-write", ["--depth", "8"])}
-        window = run_workloads(nfs_lab, lab, g, jobs)
+        window = run_workloads(nfs_lab, lab, g, s, jobs)
         got = {c.ip: s.get(f"/api/v1/clients/{c.ip}/diagnosis", **window) for c in lab.clients}
         verdicts = {ip: d["verdict"] for ip, d in got.items()}
         detail = {ip: (d["verdict"], d["inflight"], [r["text"] for r in d["reasons"]]) for ip, d in got.items()}
@@ -72,7 +80,7 @@ def test_a_client_that_fills_its_link_is_network_bound(nfs_lab, require_lab):
         assert r.returncode == 0, r.stderr
         size = 64 << 20
         (g.export_dir(EXPORT) / "stream.bin").write_bytes(os.urandom(size))
-        window = run_workloads(nfs_lab, lab, g, {
+        window = run_workloads(nfs_lab, lab, g, s, {
             filler.ip: ("stream-read-light", ["--depth", "16", "--file", "stream.bin", "--file-size", str(size)]),
             light.ip: ("sync-write", ["--depth", "1", "--io", "4096"])}, 10)
         got = {c.ip: s.get(f"/api/v1/clients/{c.ip}/diagnosis", **window) for c in lab.clients}
