@@ -333,7 +333,7 @@ def bench_request(tmp: Path) -> dict:
                     time.sleep(max(0.0, wall0 + i * PACE - time.perf_counter()))
                 s = time.perf_counter()
                 got = decode(body)[1] if v == 3 else IngestRequest.model_validate_json(body).frames
-                store.ingest(got, received_at=t0 + i + 1)
+                store.ingest(got, received_at=t0 + i + 1, body=body if v == 3 else None)
                 times.append(time.perf_counter() - s)
                 if paced or (i + 1) * size % FLUSH_ROWS == 0:
                     flusher.tick()

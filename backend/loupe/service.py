@@ -101,7 +101,8 @@ class Loupe:
 
     # Ingest is synchronous: it runs in the API's worker threads. A version-3 request's frames are
     # ArrowFrames (frame_v3), put into its IngestRequest unvalidated: decode() checked them.
-    def ingest(self, req: IngestRequest, received_at: float | None = None) -> IngestOutcome:
+    def ingest(self, req: IngestRequest, received_at: float | None = None, body: bytes | None = None) -> IngestOutcome:
+        """`body`: the version-3 request req's frames were decoded from (see Store.ingest)."""
         received_at = time.time() if received_at is None else received_at
         frames, offset = req.frames, None
         if req.sent_at is not None:
@@ -115,7 +116,7 @@ class Loupe:
                 self.telemetry.clock_shifted += len(frames)
         t = self.telemetry
         try:
-            out = self.store.ingest(frames, received_at=received_at)
+            out = self.store.ingest(frames, received_at=received_at, body=body)
         except StoreUnavailable as e:
             # Shown on every page and in /metrics until an ingest succeeds again (space came back).
             if t.ingest_error is None:

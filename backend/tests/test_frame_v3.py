@@ -384,3 +384,66 @@ def test_media_types_and_the_size_limit(client):
     assert r.status_code == 413 and "exceeds the limit" in r.json()["detail"]
     r = client.post("/api/v1/ingest", content=GOOD, headers={**ARROW, "Authorization": "Bearer wrong"})
     assert r.status_code == 401
+
+
+@pytest.mark.parametrize("top_files", [500, 3])
+def test_a_logged_body_replays_after_a_kill_as_the_rows_v2_stores(tmp_path, top_files):
+    """A version-3 body is logged as it came and converted while its fsync runs; killed before any
+    flush, the store converts it again from the log: the rows v2 stores, duplicates, rejections and a
+    shifted clock included, each once."""
+    from dataclasses import replace
+
+    from loupe.frame import IngestRequest
+    from loupe.frame_v3 import decode
+    from loupe.store.duckdb_store import DuckDBStore
+    from loupe.store.ingest_log import read_segment
+
+    frames = random_frames(seed=top_files)
+    h, cols = frames[0]
+    h = {**h, "source": "new@nas1"}
+    extra = [({**h, "seq": 1}, cols), ({**h, "seq": 1}, cols), ({**h, "seq": 2, "ts": NOW - 48 * 3600}, cols),
+             ({**h, "seq": 3, "ts": NOW + 3600}, cols), ({**h, "seq": 4}, cols)]
+    posts = [(frames[:6], 0), (frames, -7), (frames[3:], 0), (extra, 0)]  # (frames, clock shift)
+    answers = {}
+    for name in ("v2", "v3"):
+        (tmp_path / name).mkdir()
+        s = DuckDBStore(tmp_path / name / "loupe.duckdb", top_files=top_files)
+        answers[name] = []
+        for post, shift in posts:
+            if name == "v2":
+                got = [f.model_copy(update={"ts": f.ts + shift}) for f in
+                       IngestRequest.model_validate_json(v2_body(post)).frames]
+                out = s.ingest(got, received_at=time.time())
+            else:
+                body = v3_body(post)
+                got = [replace(f, ts=f.ts + shift) for f in decode(body)[1]]
+                out = s.ingest(got, received_at=time.time(), body=body)
+                if out.accepted:  # else nothing is logged
+                    (rec,) = [r for seg in s._log.segments() for r in read_segment(seg)[0]
+                              if r.lsn == s._log.last_lsn]
+                    assert rec.body == body and rec.tables == {}  # logged as sent, not converted
+            answers[name].append((out.accepted, out.duplicates, [r["kind"] for r in out.rejected], out.rows))
+        if name == "v2":
+            s.close()
+        else:  # killed: nothing flushed, the log holds every body
+            assert s._cur.execute("SELECT count(*) FROM nfs_s_hot").fetchall() == [(0,)]
+            s._log.close()
+            s._db.close()
+            s = DuckDBStore(tmp_path / name / "loupe.duckdb", top_files=top_files)
+            s.close()
+    assert answers["v2"] == answers["v3"]
+    assert [a[:3] for a in answers["v3"]] == [(6, 0, []), (len(frames) - 6, 6, []), (0, len(frames) - 3, []),
+                                             (2, 1, ["too_old", "future"])]
+    want = stored(tmp_path / "v2")
+    assert sum(map(len, want.values())) > 100 and stored(tmp_path / "v3") == want
+
+
+def test_an_arrow_request_is_logged_as_its_body(tmp_path):
+    from loupe.store.ingest_log import read_segment
+
+    body = v3_body(random_frames(seed=6, seconds=2))
+    for c in app(tmp_path, "route"):
+        assert c.post("/api/v1/ingest", content=body, headers=ARROW).json()["accepted"] == 8
+        log = c.app.state.loupe.store._log
+        records = [r for seg in log.segments() for r in read_segment(seg)[0]]
+        assert records[-1].body == body and len(records[-1].keep) == 8

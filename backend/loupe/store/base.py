@@ -113,7 +113,10 @@ class Store(abc.ABC):
     retain: dict[str, int]  # seconds each tier ('second', 'minute', 'hour') is kept
 
     @abc.abstractmethod
-    def ingest(self, frames: list[Frame | ArrowFrame], *, received_at: float) -> IngestOutcome: ...
+    def ingest(self, frames: list[Frame | ArrowFrame], *, received_at: float,
+               body: bytes | None = None) -> IngestOutcome:
+        """Store new frames, acknowledge duplicates; `body`: the version-3 request they were decoded
+        from, which an engine may log as it came instead of its own rows."""
 
     @abc.abstractmethod
     def aggregate(self, stat: Statistic, window: Window, top: int) -> Aggregate: ...

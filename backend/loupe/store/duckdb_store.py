@@ -54,7 +54,7 @@ import pyarrow.compute as pc
 
 from ..catalog import FAMILIES, FILE_OTHER, HISTOGRAMS, Family, bucket_label
 from ..frame import Frame, SourceStatus
-from ..frame_v3 import ArrowFrame
+from ..frame_v3 import ArrowFrame, FrameError, StreamError, decode
 from ..timerange import SECOND_STEP_GRAIN, Window
 from .base import (
     Aggregate, DeleteReport, Heatmap, IngestOutcome, PathSum, PruneReport, Statistic, Store, StoreUnavailable,
@@ -358,8 +358,13 @@ class DuckDBStore(Store):
         self._flushed_lsn = self._db.execute("SELECT lsn FROM ingest_mark").fetchone()[0]
         replayed = self._log.replay(self._flushed_lsn)
         for rec in replayed:
-            self._stage_record(rec.lsn, rec.seqs, set(rec.hosts), rec.seen, rec.tables,
-                               {f: set(pc.unique(t.column("ts")).to_pylist()) for f, t in rec.tables.items()})
+            try:
+                tables = rec.tables if rec.body is None else self._body_tables(rec)
+            except (StreamError, FrameError, LookupError) as e:  # passed its CRC: only a changed decoder gets here
+                log.error("ingest log record %d cannot be read again, its frames are lost: %s", rec.lsn, e)
+                continue
+            self._stage_record(rec.lsn, rec.seqs, set(rec.hosts), rec.seen, tables,
+                               {f: set(pc.unique(t.column("ts")).to_pylist()) for f, t in tables.items()})
             for src, q in rec.seqs.items():
                 self._hwm[src] = max(q, self._hwm.get(src, -1))
         self._hwm_reserved = dict(self._hwm)
@@ -369,6 +374,19 @@ class DuckDBStore(Store):
             self.flush()
         else:
             self._log.committed(self._flushed_lsn)
+
+    def _body_tables(self, rec) -> dict[str, pa.Table]:
+        """A logged version-3 body's stored frames, converted as when it came (see ingest)."""
+        _, frames = decode(rec.body)
+        want = {(src, seq): ts for src, seq, ts in rec.keep}
+        by_fam: dict[str, list[ArrowFrame]] = defaultdict(list)
+        for fr in frames:  # a frame sent twice in one body was stored once, the first
+            ts = want.pop((fr.source, fr.seq), None)
+            if ts is not None:
+                by_fam[fr.family].append(replace(fr, ts=ts))
+        if want:
+            raise LookupError(f"frames {sorted(want)} are not in its body")
+        return {name: self._frames_to_arrow(FAMILIES[name], frs)[0] for name, frs in by_fam.items()}
 
     # ---------------------------------------------------------------- schema
     def _create(self) -> None:
@@ -628,7 +646,8 @@ class DuckDBStore(Store):
         return pa.schema(fields)
 
     # ---------------------------------------------------------------- ingest
-    def ingest(self, frames: list[Frame | ArrowFrame], *, received_at: float) -> IngestOutcome:
+    def ingest(self, frames: list[Frame | ArrowFrame], *, received_at: float,
+               body: bytes | None = None) -> IngestOutcome:
         """Store new frames; acknowledge duplicates. Returns once the rows are committed.
 
         Group commit: each request reserves its sequence numbers and queues its
@@ -636,6 +655,10 @@ class DuckDBStore(Store):
         queued batch as one ingest-log record with one fsync, then stages it for
         the next flush. Under load many agents share one fsync; idle, a request
         commits alone with no added wait.
+
+        `body`: the version-3 request `frames` were decoded from. When the log lock is free,
+        the body itself is logged and its fsync runs while the frames are converted (about
+        0.6 ms of a 10k-row request's 4); when it is taken, the request joins the group commit.
         """
         out = IngestOutcome()
         now = int(received_at)
@@ -660,25 +683,45 @@ class DuckDBStore(Store):
         for fr in fresh:
             by_fam[fr.family].append(fr)
         job = _Job(seqs={fr.source: fr.seq for fr in fresh}, hosts={fr.host for fr in fresh}, seen=received_at)
-        for name, frs in by_fam.items():
-            table, folded = self._frames_to_arrow(FAMILIES[name], frs)
-            job.tables[name] = table
-            out.folded_rows += folded
-            out.rows += table.num_rows
-            out.seconds[name] = job.seconds[name] = {fr.ts for fr in frs}
-        self._submit(job)
+
+        def convert() -> None:
+            for name, frs in by_fam.items():
+                table, folded = self._frames_to_arrow(FAMILIES[name], frs)
+                job.tables[name] = table
+                out.folded_rows += folded
+                out.rows += table.num_rows
+                out.seconds[name] = job.seconds[name] = {fr.ts for fr in frs}
+
+        if body is not None and all(isinstance(fr, ArrowFrame) for fr in fresh) \
+                and self._admit(job) and self._llock.acquire(blocking=False):
+            try:
+                self._commit_body(job, [[fr.source, fr.seq, fr.ts] for fr in fresh], body, convert)
+            finally:
+                self._llock.release()
+            self._after_commit()
+        else:
+            convert()
+            self._submit(job)
         out.tables = job.tables
         out.accepted = len(fresh)
         out.stored = {(fr.source, fr.seq) for fr in fresh}
         return out
 
-    def _submit(self, job: _Job) -> None:
+    def _admit(self, job: _Job) -> bool:
+        """True, or StoreUnavailable (with the job's reservations undone) when the stage is full."""
         if self._staged_rows > self.stage_max_rows:
-            with self._plock:
-                for src in job.seqs:
-                    self._hwm_reserved[src] = self._hwm.get(src, -1)
+            self._unreserve(job.seqs)
             raise StoreUnavailable(f"the store is not keeping up: {self._staged_rows} rows wait to be written"
                                    + (f" ({self.flush_error})" if self.flush_error else ""))
+        return True
+
+    def _unreserve(self, seqs: dict[str, int]) -> None:
+        with self._plock:  # the failed frames may be sent again
+            for src in seqs:
+                self._hwm_reserved[src] = self._hwm.get(src, -1)
+
+    def _submit(self, job: _Job) -> None:
+        self._admit(job)
         with self._plock:
             self._queue.append(job)
         with self._llock:
@@ -688,6 +731,9 @@ class DuckDBStore(Store):
                 self._commit(jobs)
         if job.error is not None:
             raise job.error
+        self._after_commit()
+
+    def _after_commit(self) -> None:
         if self._staged_rows > self.stage_flush_rows:
             if self._flush_thread:
                 self.request_flush()  # the flush thread takes it next, off this request's path
@@ -715,9 +761,7 @@ class DuckDBStore(Store):
         try:
             lsn = self._log.append(seqs, hosts, seen, merged)
         except BaseException as e:
-            with self._plock:  # the failed frames may be sent again
-                for src in seqs:
-                    self._hwm_reserved[src] = self._hwm.get(src, -1)
+            self._unreserve(seqs)
             err = StoreUnavailable(f"ingest log write failed: {e}") if isinstance(e, OSError) else e
             for j in jobs:
                 j.error, j.done = err, True
@@ -725,6 +769,19 @@ class DuckDBStore(Store):
         self._stage_record(lsn, seqs, hosts, seen, merged, seconds)
         for j in jobs:
             j.done = True
+
+    def _commit_body(self, job: _Job, keep: list[list], body: bytes, convert: Callable[[], None]) -> None:
+        """A version-3 request alone: its body logged, `convert` run while the fsync does, then
+        staged. Holds _llock, so the record is the log's last until it is staged (or cut off)."""
+        seqs = {src: max(q, self._hwm.get(src, -1)) for src, q in job.seqs.items()}
+        try:
+            lsn = self._log.append_body(seqs, job.hosts, job.seen, keep, body, convert)
+        except BaseException as e:
+            self._unreserve(seqs)
+            if isinstance(e, OSError):
+                raise StoreUnavailable(f"ingest log write failed: {e}") from e
+            raise
+        self._stage_record(lsn, seqs, job.hosts, job.seen, job.tables, job.seconds)
 
     def _stage_record(self, lsn: int, seqs: dict[str, int], hosts: set[str], seen: float,
                       tables: dict[str, pa.Table], seconds: dict[str, set[int]]) -> None:

@@ -44,7 +44,8 @@ async def ingest_arrow(loupe: LoupeDep, request: Request) -> IngestResponse:
             raise HTTPException(400, f"not a readable Arrow IPC body: {e}") from None
         except FrameError as e:
             raise RequestValidationError(e.errors) from None
-        return req, loupe.ingest(req.model_copy(update={"frames": frames}), getattr(request.state, "arrived", None))
+        return req, loupe.ingest(req.model_copy(update={"frames": frames}), getattr(request.state, "arrived", None),
+                                 body)
 
     req, out = await run_in_threadpool(run)
     return _answer(loupe, req, out)
