@@ -194,8 +194,8 @@ def _glibc_aio() -> ctypes.CDLL | None:
 
 class Syncer:
     """fdatasync begun now and waited for later, so a record's sync runs while the store converts
-    the request. A Python thread cannot do it: it would need the GIL to start the sync, which the
-    converting thread holds (measured: a 10k-row body's sync still waited for most of its 0.6 ms).
+    the request. A Python thread does it badly: it needs the GIL to begin the sync, which the
+    converting thread holds (tried: a log thread hid a third of a 10k-row body's log and sync).
     glibc's POSIX AIO does: aio_fsync(O_DSYNC) queues fdatasync to glibc's own thread. Without
     glibc's AIO (another libc, another ABI) the sync runs at once, as before."""
 
