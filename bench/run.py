@@ -285,7 +285,8 @@ def bench_request(tmp: Path) -> dict:
     rows (about 900 distinct files per 1k rows, so the top-500 fold runs): body -> validated frames
     -> store (fold, Arrow table, log + fsync, stage). Version 1 (rows) and 2 (columns) are JSON,
     parsed and validated by pydantic; version 3 is Arrow IPC as loupe agent writes it (arrow_ipc),
-    read by frame_v3.
+    read by frame_v3, and handed to the store with its body as the server does (the body is logged
+    as it came, its fsync beside the conversion).
 
     As the store's throughput run: bodies back to back, at least two flushes' worth, a flush per
     FLUSH_ROWS rows beside them (one a second at the target rate). rows_per_cpu_s: rows over the
