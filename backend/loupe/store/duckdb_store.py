@@ -693,8 +693,9 @@ class DuckDBStore(Store):
                 out.seconds[name] = job.seconds[name] = {fr.ts for fr in frs}
 
         if body is not None and all(isinstance(fr, ArrowFrame) for fr in fresh) \
-                and self._admit(job) and self._llock.acquire(blocking=False):
+                and self._llock.acquire(blocking=False):
             try:
+                self._admit(job)
                 self._commit_body(job, [[fr.source, fr.seq, fr.ts] for fr in fresh], body, convert)
             finally:
                 self._llock.release()
@@ -707,13 +708,12 @@ class DuckDBStore(Store):
         out.stored = {(fr.source, fr.seq) for fr in fresh}
         return out
 
-    def _admit(self, job: _Job) -> bool:
-        """True, or StoreUnavailable (with the job's reservations undone) when the stage is full."""
+    def _admit(self, job: _Job) -> None:
+        """StoreUnavailable (with the job's reservations undone) when the stage is full."""
         if self._staged_rows > self.stage_max_rows:
             self._unreserve(job.seqs)
             raise StoreUnavailable(f"the store is not keeping up: {self._staged_rows} rows wait to be written"
                                    + (f" ({self.flush_error})" if self.flush_error else ""))
-        return True
 
     def _unreserve(self, seqs: dict[str, int]) -> None:
         with self._plock:  # the failed frames may be sent again

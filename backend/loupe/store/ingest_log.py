@@ -35,8 +35,8 @@ anyway, which replay skips.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import json
 import logging
 import os
@@ -175,14 +175,15 @@ class _Aiocb(ctypes.Structure):
                 ("reserved", ctypes.c_byte * 32)]
 
 
-SIGEV_NONE_AT = 32 + 12  # sigevent's sigev_notify (after sigval and sigev_signo)
+SIGEV_NOTIFY, SIGEV_NONE = 12, 1  # sigev_notify's offset in struct sigevent (after sigval, sigev_signo)
 
 
+@functools.cache
 def _glibc_aio() -> ctypes.CDLL | None:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64") \
             or ctypes.sizeof(_Aiocb) != 168 or platform.libc_ver()[0] != "glibc":
         return None
-    for name in (ctypes.util.find_library("c"), "librt.so.1"):  # glibc before 2.34 kept aio in librt
+    for name in (None, "librt.so.1"):  # the process's own libc; glibc before 2.34 kept aio in librt
         try:
             lib = ctypes.CDLL(name, use_errno=True)
             lib.aio_fsync, lib.aio_error, lib.aio_return, lib.aio_suspend  # noqa: B018
@@ -212,7 +213,7 @@ class Syncer:
             os.fdatasync(fd)
             return lambda: None
         cb = _Aiocb(fildes=fd)
-        cb.sigevent[SIGEV_NONE_AT - 32] = 1  # SIGEV_NONE: no signal at completion
+        cb.sigevent[SIGEV_NOTIFY] = SIGEV_NONE  # no signal at completion
         if self.lib.aio_fsync(os.O_DSYNC, ctypes.byref(cb)) != 0:
             err = ctypes.get_errno()
             if err in (errno.EAGAIN, errno.ENOSYS):  # no room in glibc's queue: sync here
