@@ -134,6 +134,10 @@ def _round(lab, g, object_dir: Path | None, seconds: float, depth: int, read_siz
     return out
 
 
+def _ns(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0f}"  # None: the object decoded no op
+
+
 def _med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -185,7 +189,7 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
                 res = _round(lab, g, dirs[j], seconds, depth, read_size)
                 runs[j].append(res)
                 print(f"  round {r + 1} {'decoder off' if j == 0 else objects[j - 1]}: {res['ops_per_s']:,.0f} ops/s"
-                      + (f", {res['bpf_ns_per_op']:.0f} ns/op, {res['bpf_pct_of_one_core']:.2f} % of a core, "
+                      + (f", {_ns(res['bpf_ns_per_op'])} ns/op, {res['bpf_pct_of_one_core']:.2f} % of a core, "
                          f"decoded == served: {res['decoded_equals_served']}" if j else ""), flush=True)
     out = {"config": dict(seconds=seconds, clients=clients, depth=depth, rounds=rounds, read_size=read_size,
                           mix="NFSv3 GETATTR, ACCESS, READ in turn; one TCP connection per client",

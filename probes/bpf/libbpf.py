@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import errno
 import logging
+import mmap
 import os
 import threading
 from collections import deque
@@ -283,6 +284,19 @@ class BpfMap:
         else:
             self.drain()
 
+    def mmap(self) -> mmap.mmap:
+        """A BPF_F_MMAPABLE array's values, shared with the programs: read and
+        written in place, with no syscall per value. Value i is at i * its size
+        rounded up to 8 bytes (the kernel's elem_size)."""
+        if self.type != 2:
+            raise BpfError(f"map {self.name} is not an array: only arrays can be mapped")
+        size = -(-self.value_size // 8) * 8 * self.max_entries
+        size += -size % mmap.PAGESIZE
+        try:
+            return mmap.mmap(self.fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as e:  # EINVAL: created without BPF_F_MMAPABLE
+            raise BpfError(_why(e.errno or errno.EINVAL, f"mapping map {self.name}")) from e
+
     def per_cpu(self, value: bytes) -> list[bytes]:
         """Split a per-CPU map's value into one ``value_size`` slice per possible CPU."""
         return [value[c * self.stride:c * self.stride + self.value_size] for c in range(self.ncpus)]
@@ -429,6 +443,9 @@ class BpfObject:
     def attached(self) -> list[str]:
         return list(self._links) + [f"tc@{h.ifindex}" for h, _, _ in self._tc] + [f"tcx#{fd}" for fd in self._tcx]
 
+    def has_map(self, name: str) -> bool:
+        return self._ptr is not None and bool(lib().bpf_object__find_map_by_name(self._ptr, name.encode()))
+
     def map(self, name: str) -> BpfMap:
         if self._ptr is None:
             raise BpfError(f"{self.path.name} is closed")
@@ -463,6 +480,25 @@ class BpfObject:
         self.detach()
         lib().bpf_object__close(self._ptr)
         self._ptr = None
+
+
+# membarrier(2) by architecture (asm-generic: 283); MEMBARRIER_CMD_GLOBAL waits in
+# synchronize_rcu() (kernel/sched/membarrier.c, Linux 4.3+)
+_NR_MEMBARRIER = {"x86_64": 324, "i686": 375, "ppc64le": 365, "ppc64": 365, "s390x": 356}
+_MEMBARRIER_CMD_GLOBAL = 1
+
+
+def grace_period() -> str | None:
+    """Wait until every BPF program running now has returned: they run inside
+    RCU read-side sections (tc and tracing programs alike), so one RCU grace
+    period covers them. None once waited; else why it could not be (a kernel
+    with nohz_full CPUs refuses, or a seccomp filter)."""
+    nr = _NR_MEMBARRIER.get(os.uname().machine, 283)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(ctypes.c_long(nr), ctypes.c_int(_MEMBARRIER_CMD_GLOBAL), ctypes.c_uint(0),
+                    ctypes.c_int(0)) == 0:
+        return None
+    return f"membarrier: {os.strerror(ctypes.get_errno())}"
 
 
 class Stats:

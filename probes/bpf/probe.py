@@ -129,6 +129,11 @@ class BpfProbe:
     def decode(self, drained: dict[str, list[tuple[bytes, bytes]]], ts: int) -> Collected:
         raise NotImplementedError
 
+    def drain_more(self) -> tuple[dict[str, list], float]:
+        """Tables of the probe's own kind (not DRAIN's hash maps), handed to ``decode``
+        with them each second, and the fullest one's fill (0..1); reset on resume."""
+        return {}, 0.0
+
     # ------------------------------------------------------------------ lifecycle
     @property
     def object_path(self) -> Path:
@@ -280,6 +285,7 @@ class BpfProbe:
                 return
             for name in self.DRAIN + self.CUMULATIVE:
                 self.obj.map(name).clear()  # half a second of stale data would land on the next tick
+            self.drain_more()
             self._cum.clear()
             self.prepare(self.obj)
             for p in self.PROGRAMS:
@@ -324,6 +330,9 @@ class BpfProbe:
             ru0 = resource.getrusage(resource.RUSAGE_THREAD) if hasattr(resource, "RUSAGE_THREAD") else None
             drained = {name: self.obj.map(name).drain() for name in self.DRAIN}
             fill = max((len(drained[n]) / max(1, self.obj.map(n).max_entries) for n in self.DRAIN), default=0.0)
+            more, more_fill = self.drain_more()
+            drained.update(more)
+            fill = max(fill, more_fill)
             for name in self.CUMULATIVE:
                 drained[name], n = self._deltas(name)
                 fill = max(fill, n / max(1, self.obj.map(name).max_entries))

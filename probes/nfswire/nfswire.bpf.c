@@ -22,6 +22,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 #include "loupe.bpf.h"
 #include "nfswire.bpf.h"
 
@@ -124,19 +125,19 @@ struct flow_head {	/* a record head, or its mark, cut by the end of a segment */
 	__u8 head[HEAD_STASH];
 };
 
-struct call {
+struct call {	/* an NFSv3 call's fields in its first 80 bytes */
 	__u64 ts;
 	__u64 offset;
 	__u64 cur_end;	/* current fh where the call parse stopped */
-	__u64 fh[NFSW_MAX_OPS];
-	__u16 ops[NFSW_MAX_OPS];
 	__u32 count;
 	__u16 tot_ops;
+	__u16 proc;
 	__u8 proto;
 	__u8 nops;
 	__u8 rw_idx;
 	__u8 flags;
-	__u16 proc;
+	__u16 ops[NFSW_MAX_OPS];
+	__u64 fh[NFSW_MAX_OPS];
 };
 
 /* Calls wait for their replies in `pend`, a table written in place: no map
@@ -161,12 +162,11 @@ struct call {
  * the slot of its tag the same way, copies the call, then swaps in PEND_FREE.
  * Compare-and-swap first: it takes the line for writing in one step, where a
  * read first would fetch it shared, then again to write. */
-struct pend_slot {
+struct pend_slot {	/* from ts to ops[3], struct call's first 44 bytes */
 	__u64 tag;
 	__u64 ts;
 	__u64 offset;
 	__u64 cur_end;
-	__u64 fh0;
 	__u32 count;
 	__u16 tot_ops;
 	__u16 proc;
@@ -176,7 +176,11 @@ struct pend_slot {
 	__u8 flags;
 	__u16 ops[4];
 	__u32 pad;
+	__u64 fh0;
 };
+_Static_assert(__builtin_offsetof(struct pend_slot, ops) - 8 == __builtin_offsetof(struct call, ops) &&
+	       __builtin_offsetof(struct pend_slot, ts) == 8 && __builtin_offsetof(struct call, ts) == 0,
+	       "slot_copy() moves a call's head as words");
 
 struct pend_more {	/* ops 1..SLOT_OPS-1 of a COMPOUND: one more line */
 	__u64 fh[SLOT_OPS - 1];
@@ -200,10 +204,9 @@ struct name {
 	__u8 name[NFSW_NAME_MAX];
 };
 
+/* What a packet reads and writes first, in as few lines as it can: the record's
+ * state, then the call, then the copy of its head. */
 struct scratch {
-	__u32 pad0;
-	__u8 mark[4];	/* a record mark copied together with the head after it */
-	__u8 buf[NFSW_SCRATCH];
 	__u32 len;	/* valid bytes in buf */
 	__u32 want;	/* bytes of the record's head this skb holds, up to NFSW_SCRATCH */
 	__u32 pre_off;	/* skb offset of buf[0] when mark_at() copied the head */
@@ -217,14 +220,27 @@ struct scratch {
 	__u32 name_active;
 	__u32 rnops;
 	__u32 joined;	/* buf = a stashed head + this segment's start */
-	__u16 rops[NFSW_MAX_OPS];
-	struct xkey xk;
-	struct call call;
 	__u32 next, cont, seq, poff, plen;	/* the record loop's (nfsw_step) */
 	__u32 mcut;	/* bytes of the first mark in the previous segment (in mcut_b); 0: none */
 	__u8 mcut_b[4];
 	__s32 fidx;	/* this packet's flow entry; -1: none; FIDX_LATE: a late segment's */
-	struct {	/* headers copied out of fragments (in scratch: the stack is short) */
+	__u64 ch;	/* hash of this packet's client address and port */
+	__u64 stale_ns;	/* a pending call older than this is stale */
+	struct xkey xk;
+	struct call call;
+	__u16 rops[NFSW_MAX_OPS];
+	__u32 pad0 __attribute__((aligned(8)));
+	__u8 mark[4];	/* a record mark copied together with the head after it */
+	__u8 buf[NFSW_SCRATCH];	/* 8-aligned: XDR words are read with one load */
+	struct {	/* a handle's hash and the second it was checked in: one line */
+		__u64 h;
+		__u64 gen;
+	} fhc[FHC_N];
+	struct name name;
+	struct nfsw_bind bind;
+	struct nfsw_fh fhv;
+	struct {	/* headers copied out of fragments (in scratch: the stack is short;
+			 * last: on a NIC's packets they stay untouched) */
 		__u16 eth[3];
 		union {
 			struct iphdr ip;
@@ -232,13 +248,6 @@ struct scratch {
 		};
 		__u8 tcp[20];
 	} hb;
-	__u64 ch;	/* hash of this packet's client address and port */
-	__u64 stale_ns;	/* a pending call older than this is stale */
-	__u64 fhc[FHC_N];	/* handle hash per slot */
-	__u32 fhc_gen[FHC_N];	/* second it was checked in */
-	struct name name;
-	struct nfsw_bind bind;
-	struct nfsw_fh fhv;
 };
 
 struct {
@@ -337,15 +346,34 @@ struct {
 	__type(value, struct nfsw_dirchunk);
 } dirs SEC(".maps");
 
+/* The counts, in place (nfswire.bpf.h): a hash map's lookup (hashing a 32-byte
+ * key, a bucket array and a list to walk) was a fifth of the decoder's time. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);	/* drained each second */
-	__uint(max_entries, NFSW_MAX_KEYS);
-	__type(key, struct nfsw_key);
-	__type(value, struct nfsw_val);
-} counts SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);	/* generation g's rows from g * NFSW_ROWS */
+	__uint(max_entries, 2 * NFSW_ROWS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct nfsw_row);
+} rows SEC(".maps");
 
-/* When counts is full, a client's op goes here without its file: a flood of new
- * files (creates) fills counts, and the client's totals must survive it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);	/* indices of the rows claimed, per generation */
+	__uint(max_entries, 2 * NFSW_ROWS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);	/* a u32 would take 8 bytes too (elem_size) */
+} row_used SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct nfsw_rowctl);
+} row_ctl SEC(".maps");
+
+/* When `rows` is full, a client's op goes here without its file: a flood of new
+ * files (creates) fills it, and the client's totals must survive it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);	/* drained each second */
 	__uint(max_entries, NFSW_SPILL_KEYS);
@@ -421,18 +449,32 @@ static __always_inline void packet_time(struct scratch *S)
 		S->now = bpf_ktime_get_ns();
 }
 
+/* A reply's time without reading the clock (55-70 ns a read under load on the
+ * benchmark VM, a fifth of a reply's cost there): the
+ * departure time TCP stamps on every segment it sends, CLOCK_MONOTONIC as
+ * bpf_ktime_get_ns() (Linux 4.20, commit d3edd06ea8ea), its type told to tc
+ * programs at egress since 5.18 (commit 8d21ec0e46ed); 0 when not there. TCP reads
+ * the clock once per burst it sends, so the stamp is the burst's start; under fq
+ * pacing it is when the segment may leave, the time the client waits for too. */
+static __always_inline __u64 departure_time(struct __sk_buff *skb)
+{
+	if (bpf_core_field_exists(skb->tstamp_type) && skb->tstamp_type == BPF_SKB_CLOCK_MONOTONIC)
+		return skb->tstamp;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- XDR reads */
 
 static __always_inline int rd32(struct scratch *S, __u32 off, __u32 *v)
 {
 	__u64 o = off;
-	__u8 *b;
 
 	OPAQUE(o);
 	if (o > NFSW_SCRATCH - 4 || o + 4 > S->len)
 		return -1;
-	b = &S->buf[o];
-	*v = ((__u32)b[0] << 24) | ((__u32)b[1] << 16) | ((__u32)b[2] << 8) | b[3];
+	/* one load and a byte swap, not four loads and their shifts (XDR is 4-aligned
+	 * from buf[0]; an unaligned load is fine where BPF runs efficiently) */
+	*v = bpf_ntohl(*(__u32 *)&S->buf[o]);
 	return 0;
 }
 
@@ -527,10 +569,10 @@ static __always_inline int take_fh(struct scratch *S, __u32 *p, __u64 *hash, __u
 
 	OPAQUE(slot);
 	slot &= FHC_N - 1;
-	if (S->fhc[slot] == *hash && S->fhc_gen[slot] == gen)
+	if (S->fhc[slot].h == *hash && S->fhc[slot].gen == gen)
 		return 0;
-	S->fhc[slot] = *hash;
-	S->fhc_gen[slot] = gen;
+	S->fhc[slot].h = *hash;
+	S->fhc[slot].gen = gen;
 	if (!bpf_map_lookup_elem(&fhs, hash)) {
 		S->fhv.len = n;
 		for (int i = 0; i < NFSW_FH_MAX / 8; i++) {
@@ -607,7 +649,7 @@ static __always_inline __u64 mix64(__u64 h)
  * per packet. */
 static __always_inline void client_hash(struct scratch *S, __u64 a0, __u64 a1, __u16 port, __u8 family)
 {
-	S->ch = mix64(a0 ^ mix64(a1 ^ ((__u64)port << 8 | family)));
+	S->ch = mix64(a0 ^ (a1 ^ ((__u64)port << 8 | family)) * 0xc2b2ae3d27d4eb4fULL);
 }
 
 /* Which call a slot holds: never PEND_FREE or PEND_BUSY. Two calls in flight
@@ -642,19 +684,12 @@ static __always_inline void slot_copy(struct scratch *S, struct pend_slot *q, __
 	struct pend_more *m;
 	struct pend_ext *e;
 
-	XFER(q->ts, S->call.ts, store);
-	XFER(q->offset, S->call.offset, store);
-	XFER(q->cur_end, S->call.cur_end, store);
+	__u64 *sw = &q->ts, *cw = (__u64 *)&S->call;
+
+	for (int j = 0; j < 5; j++)	/* ts to ops[1], as words */
+		XFER(sw[j], cw[j], store);
+	XFER(*(__u32 *)&q->ops[2], *(__u32 *)&S->call.ops[2], store);
 	XFER(q->fh0, S->call.fh[0], store);
-	XFER(q->count, S->call.count, store);
-	XFER(q->tot_ops, S->call.tot_ops, store);
-	XFER(q->proc, S->call.proc, store);
-	XFER(q->proto, S->call.proto, store);
-	XFER(q->nops, S->call.nops, store);
-	XFER(q->rw_idx, S->call.rw_idx, store);
-	XFER(q->flags, S->call.flags, store);
-	for (int j = 0; j < 4; j++)
-		XFER(q->ops[j], S->call.ops[j], store);
 	if (S->call.nops <= 1)
 		return;
 	m = bpf_map_lookup_elem(&pend_more, &k);
@@ -945,10 +980,18 @@ __noinline int nfsw_call(struct __sk_buff *skb)
 	else
 		head_need(skb, S, NFSW_SCRATCH);
 
-	__builtin_memset(&S->call, 0, sizeof(S->call));
+	/* what every path sets or reads (not all 16 ops' handles: 4 lines more) */
 	packet_time(S);
 	S->call.ts = S->now;
+	S->call.offset = 0;
+	S->call.cur_end = NFSW_FH_NONE;
+	S->call.fh[0] = NFSW_FH_NONE;
+	S->call.count = 0;
+	S->call.tot_ops = 0;
+	S->call.proto = 0;
+	S->call.nops = 0;
 	S->call.rw_idx = NO_RW;
+	S->call.flags = 0;
 	S->call.proc = proc;
 	S->cur = NFSW_FH_NONE;
 	S->saved = NFSW_FH_NONE;
@@ -1243,22 +1286,80 @@ __noinline int nfsw_v4_reply_op(__u32 i)
 /* An add to a row of this CPU's, or an atomic one to a shared row. */
 #define BUMP(p, n, shared) do { if (shared) add(p, n); else *(p) += (n); } while (0)
 
-static __always_inline void count_op(struct scratch *S, struct nfsw_val *v, __u64 k, __u64 lat, __u32 extra,
-				     int shared)
+/* For a `rows` row (32-bit buckets) or an nfsw_val (`spill`, `other`): a macro. */
+#define COUNT_OP(S, v, k, lat, extra, shared) do {							\
+	__u64 __n = (extra) ? (extra) : 1;								\
+	BUMP(&(v)->count, __n, shared);									\
+	BUMP(&(v)->lat_sum, (lat) * __n, shared);							\
+	BUMP(&(v)->lat[clamp_idx(hist_bucket(lat, 10, 35), NFSW_LAT_N)], __n, shared);			\
+	if (!(extra) && (k) == (S)->call.rw_idx) {							\
+		__u64 __b = rw_bytes(S, k);								\
+		BUMP(&(v)->bytes, __b, shared);								\
+		BUMP(&(v)->size[clamp_idx(hist_bucket(__b, 9, 24), NFSW_SIZE_N)], 1, shared);		\
+		BUMP(&(v)->off[clamp_idx(hist_bucket((S)->call.offset, 12, 45), NFSW_OFF_N)], 1, shared);	\
+	}												\
+} while (0)
+
+/* The bytes op k moved: a write's from its call, a read's from its reply. */
+static __always_inline __u64 rw_bytes(struct scratch *S, __u64 k)
 {
-	__u64 n = extra ? extra : 1;
+	return S->call.ops[k] == P3_WRITE && S->call.proto == NFSW_V3 ? S->call.count :
+	       S->call.ops[k] == V4_WRITE && S->call.proto != NFSW_V3 ? S->call.count : S->bytes;
+}
 
-	BUMP(&v->count, n, shared);
-	BUMP(&v->lat_sum, lat * n, shared);
-	BUMP(&v->lat[clamp_idx(hist_bucket(lat, 10, 35), NFSW_LAT_N)], n, shared);
-	if (!extra && k == S->call.rw_idx) {
-		__u64 b = S->call.ops[k] == P3_WRITE && S->call.proto == NFSW_V3 ? S->call.count :
-			  S->call.ops[k] == V4_WRITE && S->call.proto != NFSW_V3 ? S->call.count : S->bytes;
+/* This CPU's row of `key` in the generation being written, found or claimed;
+ * NULL when both of its buckets are full. Rows are only claimed, never freed,
+ * while their generation is written, so a key lies in the first bucket unless
+ * that was full when it came: one row per key. */
+static __always_inline struct nfsw_row *row_of(const struct nfsw_key *key)
+{
+	const __u64 *kw = (const __u64 *)key;
+	struct nfsw_rowctl *c;
+	__u32 zero = 0, gen, i, n;
+	__u64 h, tag;
+	__u64 *u;
 
-		BUMP(&v->bytes, b, shared);
-		BUMP(&v->size[clamp_idx(hist_bucket(b, 9, 24), NFSW_SIZE_N)], 1, shared);
-		BUMP(&v->off[clamp_idx(hist_bucket(S->call.offset, 12, 45), NFSW_OFF_N)], 1, shared);
+	c = bpf_map_lookup_elem(&row_ctl, &zero);
+	if (!c)
+		return NULL;
+	gen = *(volatile __u32 *)&c->gen & 1;
+	h = mix64(kw[0] ^ (kw[1] * 0x9e3779b97f4a7c15ULL) ^ (kw[2] * 0xc2b2ae3d27d4eb4fULL) ^ kw[3]);
+	tag = h | 1;
+	for (__u32 b = 0; b < 2; b++) {
+		__u32 base = gen * NFSW_ROWS + ((b ? h >> 40 : h >> 8) & (NFSW_ROW_BUCKETS - 1)) * NFSW_ROW_WAYS;
+
+		for (__u32 w = 0; w < NFSW_ROW_WAYS; w++) {
+			struct nfsw_row *r;
+			__u64 t;
+
+			i = base + w;
+			r = bpf_map_lookup_elem(&rows, &i);
+			if (!r)
+				return NULL;
+			t = r->tag;
+			if (t == tag) {
+				const __u64 *rk = (const __u64 *)&r->key;
+
+				if (rk[0] == kw[0] && rk[1] == kw[1] && rk[2] == kw[2] && rk[3] == kw[3])
+					return r;
+				continue;	/* another key with the same tag: 2^-64 */
+			}
+			/* a key's rows are claimed by its own CPU only (key.cpu): no other
+			 * program claims a row for it meanwhile */
+			if (t == 0 && __sync_val_compare_and_swap(&r->tag, 0, tag) == 0) {
+				__builtin_memcpy(&r->key, key, sizeof(r->key));
+				n = __sync_fetch_and_add(&c->used[gen], 1);
+				if (n < NFSW_ROWS) {
+					n += gen * NFSW_ROWS;
+					u = bpf_map_lookup_elem(&row_used, &n);
+					if (u)
+						*u = i;
+				}
+				return r;
+			}
+		}
 	}
+	return NULL;
 }
 
 /* Count op i of the answered call. */
@@ -1267,6 +1368,7 @@ __noinline int nfsw_count(__u32 i, __u64 lat, __u32 extra)
 	struct scratch *S = get_scratch();
 	struct nfsw_key key = {};
 	struct nfsw_val *v;
+	struct nfsw_row *r;
 	__u64 k = i;
 
 	OPAQUE(k);
@@ -1290,21 +1392,23 @@ __noinline int nfsw_count(__u32 i, __u64 lat, __u32 extra)
 	 * with bottom halves off), so plain adds do, and its lines stay in this CPU's
 	 * cache instead of bouncing to the CPU that sent the last reply */
 	key.cpu = bpf_get_smp_processor_id();
-	v = lookup_or_insert(&counts, &key, &zero_val);
-	if (!v) {	/* full: this client's op without its file */
-		loupe_count_drop(&drops);
-		key.fh = 0;
-		v = lookup_or_insert(&spill, &key, &zero_val);
-	}
-	if (!v) {	/* full too: the shared `other` row, with atomic adds */
-		__u32 zero = 0;
-
-		v = bpf_map_lookup_elem(&other, &zero);
-		if (v)
-			count_op(S, v, k, lat, extra, 1);
+	r = row_of(&key);
+	if (r) {
+		COUNT_OP(S, r, k, lat, extra, 0);
 		return 0;
 	}
-	count_op(S, v, k, lat, extra, 0);
+	loupe_count_drop(&drops);	/* full: this client's op without its file */
+	key.fh = 0;
+	v = lookup_or_insert(&spill, &key, &zero_val);
+	if (v) {
+		COUNT_OP(S, v, k, lat, extra, 0);
+		return 0;
+	}
+	__u32 zero = 0;	/* full too: the shared `other` row, with atomic adds */
+
+	v = bpf_map_lookup_elem(&other, &zero);
+	if (v)
+		COUNT_OP(S, v, k, lat, extra, 1);
 	return 0;
 }
 
@@ -1328,7 +1432,8 @@ __noinline int nfsw_reply(struct __sk_buff *skb)
 	}
 	if (S->call.flags & F_OTHER)
 		return 0;
-	packet_time(S);
+	if (S->now < S->call.ts)	/* no departure time (or an older one): the clock */
+		S->now = bpf_ktime_get_ns();
 	lat = S->now - S->call.ts;
 	S->name_active = 0;
 	if (S->call.flags & F_NAME) {
@@ -1809,7 +1914,7 @@ static __always_inline int nfsw_packet(struct __sk_buff *skb, __u32 reply)
 		}
 		return 0;
 	}
-	S->now = 0;
+	S->now = reply ? departure_time(skb) : 0;
 	S->pre_len = 0;
 	__builtin_memcpy(S->xk.addr, &c0, 8);
 	__builtin_memcpy(S->xk.addr + 8, &c1, 8);

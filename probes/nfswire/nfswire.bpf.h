@@ -53,6 +53,36 @@ struct nfsw_val {
 	__u64 off[NFSW_OFF_N];
 };
 
+/* Counts are kept in place in `rows`, two generations of NFSW_ROWS rows: the
+ * programs add to generation `row_ctl.gen` while user space reads and zeroes the
+ * other (after flipping `gen` and waiting out an RCU grace period, so that no
+ * program still adds to it). A key's row is one of NFSW_ROW_WAYS in either of two
+ * buckets picked by a hash of the key, claimed by compare-and-swap of its tag. */
+#define NFSW_ROW_WAYS 4
+#define NFSW_ROW_BUCKETS 4096
+#define NFSW_ROWS (NFSW_ROW_WAYS * NFSW_ROW_BUCKETS)
+
+/* 384 bytes: the tag, key and totals every op adds to fill the first cache line.
+ * Histogram buckets are 32-bit: a row is one CPU's second. */
+struct nfsw_row {
+	__u64 tag;		/* hash of the key, never 0; 0: free */
+	struct nfsw_key key;
+	__u64 count;
+	__u64 lat_sum;
+	__u64 bytes;
+	__u32 lat[NFSW_LAT_N];
+	__u32 size[NFSW_SIZE_N];
+	__u32 off[NFSW_OFF_N];
+	__u8 pad[16];
+};
+
+struct nfsw_rowctl {
+	__u32 gen;		/* generation the programs add to (0 or 1), written by user space */
+	__u32 pad[15];		/* a line read by every op, written once a second */
+	__u32 used[2];		/* rows claimed per generation: their indices in `row_used` */
+	__u32 pad2[14];
+};
+
 /* Informational counters (array, cumulative); index names in probe.py STATS. */
 #define NFSW_STATS_N 15
 enum {

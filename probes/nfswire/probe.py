@@ -8,6 +8,7 @@ with the name bindings the kernel hands over, and the rows into ``nfs`` frames.
 
 from __future__ import annotations
 
+import logging
 import os
 
 import socket
@@ -22,10 +23,12 @@ from ..bpf.probe import BpfProbe, hist_row
 from ..source import Collected
 from .fhopen import CachedOpener, HandleOpener, why_off
 from .names import Resolver
-from .wire import (STATS, Bind, Config, DirChunk, DirKey, Key, Val, client_addr, fh_hash, op_name,
+from .rows import FALLBACK_WAIT_S, RowTable
+from .wire import (STATS, Bind, Config, DirChunk, DirKey, Key, Row, Val, client_addr, fh_hash, op_name,
                    parse_readdirplus, proto_name)
 
 NFS_PORT = 2049
+log = logging.getLogger("loupe.bpf")
 
 
 def interfaces(sys: str | Path = "/sys") -> list[str]:
@@ -74,7 +77,7 @@ class NfsWireProbe(BpfProbe):
     families = ("nfs",)
     OBJECT = "nfswire.bpf.o"
     PROGRAMS = ()  # tc programs: attached per interface in prepare()
-    DRAIN = ("binds", "dirs", "counts", "spill")
+    DRAIN = ("binds", "dirs", "spill")  # and the counts, in place (drain_more)
     COUNTERS = ("drops", "other", "wire")
 
     def __init__(self, host: str, *, ifaces: Iterable[str] | None = None, port: int | None = None,
@@ -104,6 +107,7 @@ class NfsWireProbe(BpfProbe):
         self.resolver = Resolver([e.partition("=")[0] for e in exports], opener=opener or None)
         self.stats = dict.fromkeys(STATS, 0)  # cumulative, from the kernel's `wire` counters
         self.attached: list[str] = []
+        self.table: RowTable | None = None
 
     def _handle_opener(self, exports: list[str], setting: str, rate: str) -> CachedOpener | None:
         try:
@@ -121,6 +125,8 @@ class NfsWireProbe(BpfProbe):
         return CachedOpener(self.handle_bytes, self.by_handle, rate=per_second)
 
     def prepare(self, obj: BpfObject) -> None:
+        if self.table is None and obj.has_map("rows"):  # a build before 2026-11-28 kept `counts`, a hash
+            self.table = RowTable(obj)
         cfg, settings = Config(port=self.port, mount_port=self.mount_port), obj.map("settings")
         # an object built before a field was added takes the fields it knows (benchmarks compare builds)
         settings.update((0).to_bytes(4, "little"), bytes(cfg)[:settings.value_size])
@@ -138,6 +144,28 @@ class NfsWireProbe(BpfProbe):
             raise BpfError(f"no network interface to attach to (asked for {', '.join(missing) or 'all'})")
         if missing:
             self.notes.append(f"interfaces not found: {', '.join(missing)}")
+
+    def _close_obj(self) -> None:
+        if self.table is not None:
+            self.table.close()
+            self.table = None
+        super()._close_obj()
+
+    def drain_more(self) -> tuple[dict[str, list], float]:
+        if self.table is None:  # an older build's hash map (benchmarks compare builds)
+            if self.obj is None or not self.obj.has_map("counts"):
+                return {}, 0.0
+            m = self.obj.map("counts")
+            old = [_as_row(kb, vb) for kb, vb in m.drain()]
+            return {"counts": old}, len(old) / m.max_entries
+        rows = self.table.drain()
+        if self.table.why_no_grace and not any(n.startswith("counts read after") for n in self.notes):
+            note = (f"counts read after a {FALLBACK_WAIT_S * 1000:.0f} ms wait, not an RCU grace period "
+                    f"({self.table.why_no_grace}): an op being counted then could be lost")
+            self.notes.append(note)
+            self.reason = "; ".join(self.notes)
+            log.warning("%s: %s", self.name, note)
+        return {"counts": rows}, self.table.fill(len(rows))
 
     def close(self) -> None:
         super().close()
@@ -172,9 +200,10 @@ class NfsWireProbe(BpfProbe):
         if self.by_handle is not None:
             self.by_handle.fs.sweep()  # mount fds idle too long are closed even when nothing asks
         rows = []
-        for table in ("counts", "spill"):
-            for kb, vb in drained.get(table, ()):
-                k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
+        counted = [(r.key, r) for r in drained.get("counts", ())]
+        spilled = [(Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)) for kb, vb in drained.get("spill", ())]
+        for table, entries in (("counts", counted), ("spill", spilled)):
+            for k, v in entries:
                 if not v.count:
                     continue
                 path = self.resolver.file(k.fh) if table == "counts" else ""
@@ -190,6 +219,13 @@ class NfsWireProbe(BpfProbe):
         cost = super()._cost(*args)
         cost.update({f"{n}_total": float(self.stats[n]) for n in LOSSES + ("refilled",)})
         return cost
+
+
+def _as_row(kb: bytes, vb: bytes) -> Row:
+    v = Val.from_buffer_copy(vb)
+    r = Row(key=Key.from_buffer_copy(kb), count=v.count, lat_sum=v.lat_sum, bytes=v.bytes)
+    r.lat[:], r.size[:], r.off[:] = v.lat[:], v.size[:], v.off[:]
+    return r
 
 
 def kept_file(table: str, path: str) -> str:

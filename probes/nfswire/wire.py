@@ -90,7 +90,20 @@ class Key(ctypes.Structure):
                 ("proto", ctypes.c_uint8), ("family", ctypes.c_uint8), ("cpu", ctypes.c_uint32)]
 
 
-Val = HistVal  # nfswire.bpf.h's val
+Val = HistVal  # nfswire.bpf.h's val (spill, other)
+
+
+
+class Row(ctypes.Structure):
+    """nfswire.bpf.h's nfsw_row: a key's counts for one second on one CPU, with
+    HistVal's fields (its buckets 32-bit)."""
+    _fields_ = [("tag", ctypes.c_uint64), ("key", Key), ("count", ctypes.c_uint64), ("lat_sum", ctypes.c_uint64),
+                ("bytes", ctypes.c_uint64)] + [
+                   (f, ctypes.c_uint32 * (getattr(HistVal, f).size // 8)) for f in ("lat", "size", "off")] + [
+                   ("pad", ctypes.c_uint8 * 16)]
+
+
+assert ctypes.sizeof(Key) == 32 and ctypes.sizeof(Row) == 384
 
 
 class Bind(ctypes.Structure):

@@ -78,6 +78,26 @@ def test_batch_drain_returns_every_entry_once_and_empties_the_map():
             obj.attach("nope")
 
 
+def test_an_mmapable_array_is_shared_with_the_kernel_and_others_say_why_not():
+    obj_path = REPO / "probes" / "nfswire" / "nfswire.bpf.o"
+    require_bpf(obj_path)
+    with BpfObject(obj_path) as obj:
+        m = obj.map("row_used")  # u64 values
+        mm = m.mmap()
+        try:
+            struct.pack_into("<Q", mm, 8 * 5, 0xABCDEF)  # value 5, written through the mapping
+            assert struct.unpack("<Q", m.lookup((5).to_bytes(4, "little")))[0] == 0xABCDEF
+            m.update((7).to_bytes(4, "little"), struct.pack("<Q", 42))  # and the other way
+            assert struct.unpack_from("<Q", mm, 8 * 7)[0] == 42
+        finally:
+            mm.close()
+        with pytest.raises(BpfError, match="mapping map settings"):
+            obj.map("settings").mmap()  # an array made without BPF_F_MMAPABLE
+        with pytest.raises(BpfError, match="names is not an array"):
+            obj.map("names").mmap()
+    assert libbpf.grace_period() is None  # membarrier(MEMBARRIER_CMD_GLOBAL) on this kernel
+
+
 def test_a_map_resized_at_load_holds_that_many_keys():
     require_bpf(DISK_OBJ)
     with BpfObject(DISK_OBJ, resize={"io": 64}) as obj:

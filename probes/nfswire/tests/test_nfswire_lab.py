@@ -347,6 +347,13 @@ def test_pipelined_calls_are_all_decoded(tmp_path):
     if segments_in:  # bpf_stats on: segments holding several calls are the case under test;
         # more calls than segments proves some held more than one (how many depends on load)
         assert calls > segments_in, (calls, segments_in)
+    # A reply is timed by TCP's departure stamp: the server's latency lies within what the
+    # client waited, whose mean is its calls in flight over its rate (Little's law)
+    for ip, r in zip(ips, reports):
+        mine = [x for x in rows[0][2] if x["dims"]["client"] == ip]
+        server = sum(x["lat_sum"] for x in mine) / sum(x["count"] for x in mine)
+        waited = 96 / r["ops_per_s"] * 1e9
+        assert 1_000 < server < 1.2 * waited, (ip, server, waited)
 
 
 # ---------------------------------------------------------------- files named by open_by_handle_at

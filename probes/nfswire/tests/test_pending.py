@@ -19,6 +19,7 @@ import pytest
 
 from loupe.lab.nfs3 import GETATTR, NFS_PROG, WRITE, call_body, opaque, record
 from loupe_probes.bpf.testing import require_bpf
+from loupe_probes.nfswire.rows import RowTable
 
 OBJ = Path(__file__).resolve().parents[1] / "nfswire.bpf.o"
 SERVER = bytes([10, 9, 0, 1])
@@ -51,6 +52,7 @@ class Decoder:
 
         self.obj = BpfObject(OBJ)
         self.obj.map("settings").update(b"\0\0\0\0", bytes(Config(port=2049, **config)))
+        self.table = RowTable(self.obj)
 
     def stats(self) -> dict[str, int]:
         from loupe_probes.bpf.probe import sum_percpu
@@ -61,15 +63,16 @@ class Decoder:
 
     def ops(self) -> Counter:
         """(client, proto, op, fh) -> ops counted, over every CPU's rows."""
-        from loupe_probes.nfswire.wire import Key, Val, client_addr, op_name, proto_name
+        from loupe_probes.nfswire.wire import client_addr, op_name, proto_name
 
         out: Counter = Counter()
-        for kb, vb in self.obj.map("counts").items():
-            k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
-            out[(client_addr(k.family, bytes(k.addr)), proto_name(k.proto), op_name(k.proto, k.op), k.fh)] += v.count
+        for r in self.table.read(self.table.gen):
+            k = r.key
+            out[(client_addr(k.family, bytes(k.addr)), proto_name(k.proto), op_name(k.proto, k.op), k.fh)] += r.count
         return out
 
     def close(self) -> None:
+        self.table.close()
         self.obj.close()
 
 
@@ -350,9 +353,8 @@ def test_an_open_that_creates_counts_as_open_create_and_a_plain_open_as_open(dec
                                  (me, "v4.1", "open_create", fh_hash(NEW_FH)): 1,
                                  (me, "v4.1", "getfh", fh_hash(OLD_FH)): 1,
                                  (me, "v4.1", "getfh", fh_hash(NEW_FH)): 1})
-    for kb, vb in dec.obj.map("counts").items():  # each with its latency
-        k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
-        assert sum(v.lat) == v.count, (k.op, list(v.lat))
+    for r in dec.table.read(dec.table.gen):  # each with its latency
+        assert sum(r.lat) == r.count, (r.key.op, list(r.lat))
     binds = {int.from_bytes(kb[:8], "little"): Bind.from_buffer_copy(vb) for kb, vb in dec.obj.map("binds").items()}
     new = binds[fh_hash(NEW_FH)]  # the created file is named, under its directory, by the handle returned
     assert (bytes(new.name[:new.name_len]), new.parent) == (b"new.txt", fh_hash(DIR_FH))
@@ -440,8 +442,9 @@ def _starts(records: list[bytes]) -> list[int]:
 
 
 def test_ops_past_a_full_key_table_keep_their_client_without_their_file(dec):
-    """A flood of new files fills `counts` (16,384 keys): the ops past it go to `spill`
-    under their client, with no file (fh 0), not to the client-less `other` row."""
+    """A flood of new files fills `rows` (16,384 rows a second, two buckets of 4 per key):
+    the ops past it go to `spill` under their client, with no file (fh 0), not to the
+    client-less `other` row; every op is counted once."""
     from loupe_probes.nfswire.wire import Key, Val, client_addr, op_name
 
     def call(i: int) -> bytes:
@@ -455,18 +458,21 @@ def test_ops_past_a_full_key_table_keep_their_client_without_their_file(dec):
     for i in range(0, 48, 16):
         late.calls(b"".join(call(x) for x in range(n + i + 1, n + i + 17)))
         late.replies(b"".join(getattr_reply(x) for x in range(n + i + 1, n + i + 17)))
+    counted = dec.table.read(dec.table.gen)
+    spilled = [(Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)) for kb, vb in dec.obj.map("spill").items()]
     rows = {}
-    for table in ("counts", "spill"):
+    for table, entries in (("counts", [(r.key, r) for r in counted]), ("spill", spilled)):
         got: Counter = Counter()
-        for kb, vb in dec.obj.map(table).items():
-            k, v = Key.from_buffer_copy(kb), Val.from_buffer_copy(vb)
+        for k, v in entries:
             assert op_name(k.proto, k.op) == "getattr"
             assert table == "counts" or k.fh == 0, "a spilled row keeps no file"
             got[client_addr(k.family, bytes(k.addr))] += v.count
         rows[table] = got
     other = Val.from_buffer_copy(dec.obj.map("other").lookup(b"\0\0\0\0"))
     assert other.count == 0, "an op went to the client-less (other) row"
-    assert rows["spill"]["10.9.0.12"] > 0 and len(dec.obj.map("counts").items()) == n
+    assert all(r.count == 1 for r in counted), "a key took two rows"
+    # two buckets of 4 hold a flood of 16,384 new keys to about 89 % before one spills
+    assert rows["spill"]["10.9.0.12"] > 0 and 0.85 * n < len(counted) <= n
     assert rows["counts"] + rows["spill"] == Counter({"10.9.0.11": n, "10.9.0.12": 48})
 
 
@@ -538,3 +544,32 @@ def test_a_new_connection_on_the_same_port_forgets_the_last_ones_hole(dec):
     c.calls(getattr_call(12))
     s = dec.stats()
     assert (s["calls"], s["resync"], s["refilled"]) == (5, 1, 0), s
+
+
+def test_counts_are_handed_over_once_across_the_generation_flip(dec):
+    """The counts live in two generations of rows written in place: a drain moves the
+    programs to the other one, waits out an RCU grace period, then reads and zeroes
+    the one they left. Each op is handed over once, in the drain after it, never twice."""
+    from loupe_probes.nfswire.wire import client_addr
+
+    def getattrs_drained() -> Counter:
+        out: Counter = Counter()
+        for r in dec.table.drain():
+            out[client_addr(r.key.family, bytes(r.key.addr))] += r.count
+        return out
+
+    a, b = Conn(dec), Conn(dec, "10.9.0.12", 801)
+    gen = dec.table.gen
+    a.calls(b"".join(getattr_call(x) for x in range(1, 11)))
+    a.replies(b"".join(getattr_reply(x) for x in range(1, 11)))
+    assert getattrs_drained() == Counter({"10.9.0.11": 10})
+    assert dec.table.why_no_grace is None, dec.table.why_no_grace  # membarrier waited for the programs
+    assert dec.table.gen == gen ^ 1 and dec.table.claimed(gen) == 0
+    b.calls(getattr_call(1))  # answered after the next flip: counted in the drain after its reply
+    a.calls(b"".join(getattr_call(x) for x in range(11, 18)))
+    a.replies(b"".join(getattr_reply(x) for x in range(11, 18)))
+    assert getattrs_drained() == Counter({"10.9.0.11": 7})
+    b.replies(getattr_reply(1))
+    assert getattrs_drained() == Counter({"10.9.0.12": 1})
+    assert getattrs_drained() == Counter() and dec.table.read(0) == [] and dec.table.read(1) == []
+    assert dec.stats()["unmatched"] == 0
