@@ -13,7 +13,10 @@ load. Reported per object, medians over the rounds:
 * BPF run time (bpf_stats) per op and per packet, and as % of one core: the
   run time over the load window's wall time;
 * ops/s with and without the decoder: its overhead on the server;
-* what 100k ops/s would cost at the measured ns per op.
+* what 100k ops/s would cost at the measured ns per op;
+* the same hooks with empty programs (``build/bpf/nfswire-hook.bpf.o``) under the
+  same load: what the hook and bpf_stats cost per op with no decoder at all, and
+  so the decoder's own share of its figure.
 
     python -m bench.nfswire [--seconds 10] [--clients 2] [--depth 64] [--rounds 3]
     python -m bench.nfswire --object old.bpf.o --object probes/nfswire/nfswire.bpf.o
@@ -36,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXPORT = "/export"
 TARGET_OPS = 100_000
 OBJECT = ROOT / "probes" / "nfswire" / "nfswire.bpf.o"
+HOOK = ROOT / "build" / "bpf" / "nfswire-hook.bpf.o"  # its programs empty (make bpf)
 
 
 def _requirements() -> str | None:
@@ -126,6 +130,7 @@ def _round(lab, g, object_dir: Path | None, seconds: float, depth: int, read_siz
         "packets": runs,
         "bpf_ns": ns,
         "bpf_ns_per_op": total_ns / ops_decoded if ops_decoded else None,
+        "bpf_ns_per_served_op": total_ns / served if served else None,
         "bpf_ns_per_packet": {p: ns[p] / runs[p] for p in runs if runs[p]},
         "ops_per_packet": ops_decoded / total_runs if total_runs else None,
         "bpf_pct_of_one_core": 100 * total_ns / 1e9 / window,
@@ -160,10 +165,20 @@ def _summary(on: list[dict], off: list[dict]) -> dict:
     return summary
 
 
+def _above_hook(summary: dict, out: dict) -> dict:
+    """The decoder's own share: its ns per op less what the empty programs cost."""
+    hook = out.get("hook_only", {}).get("bpf_ns_per_op")
+    if hook is not None and summary["bpf_ns_per_op"] is not None:
+        summary["hook_only_ns_per_op"] = hook
+        summary["bpf_ns_per_op_above_hook"] = summary["bpf_ns_per_op"] - hook
+    return summary
+
+
 def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds: int = 3,
-                  read_size: int = 512, objects: list[Path] | None = None) -> dict:
+                  read_size: int = 512, objects: list[Path] | None = None, hook: Path | None = HOOK) -> dict:
     """With one object (default: the built one): "summary", "with_decoder" and
-    "without_decoder" as before; with several, those keyed by object too."""
+    "without_decoder" as before; with several, those keyed by object too. With
+    ``hook`` (built), its rounds run beside them: "hook_only"."""
     why = _requirements()
     if why:
         return {"skipped": why}
@@ -173,6 +188,9 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
     missing = [str(o) for o in objects if not o.is_file()]
     if missing:
         raise ValueError(f"no such decoder object: {', '.join(missing)}")
+    decoders = len(objects)
+    if hook is not None and hook.is_file():
+        objects = [*objects, hook]
     with tempfile.TemporaryDirectory() as tmp, Lab(clients=clients) as lab, Ganesha(lab.server_ip, [EXPORT]) as g:
         dirs: list[Path | None] = [None]  # the probe loads <dir>/nfswire.bpf.o
         for i, o in enumerate(objects):
@@ -196,9 +214,16 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
                           cpus=os.cpu_count(), kernel=os.uname().release, objects=[str(o) for o in objects],
                           load_average_before=load_before, load_average_after=os.getloadavg()),
            "without_decoder": runs[0]}
+    if len(objects) > decoders:  # the empty programs: per op served, as they decode nothing
+        hook_runs = runs.pop()
+        hook_ns = _med(r["bpf_ns_per_served_op"] for r in hook_runs)
+        out["hook_only"] = {"object": str(objects.pop()), "bpf_ns_per_op": hook_ns,
+                            "bpf_ns_per_packet": {p: _med(r["bpf_ns_per_packet"].get(p) for r in hook_runs)
+                                                  for p in ("nfswire_ingress", "nfswire_egress")},
+                            "rounds": hook_runs}
     if len(objects) == 1:
-        return {**out, "summary": _summary(runs[1], runs[0]), "with_decoder": runs[1]}
-    summary = {str(o): _summary(runs[j + 1], runs[0]) for j, o in enumerate(objects)}
+        return {**out, "summary": _above_hook(_summary(runs[1], runs[0]), out), "with_decoder": runs[1]}
+    summary = {str(o): _above_hook(_summary(runs[j + 1], runs[0]), out) for j, o in enumerate(objects)}
     for j, o in enumerate(objects[1:], 2):  # rounds ran side by side: their ratios drift less than the medians
         summary[str(o)]["bpf_ns_per_op_ratio_to_first"] = _med(
             a["bpf_ns_per_op"] / b["bpf_ns_per_op"] for a, b in zip(runs[j], runs[1])
@@ -215,9 +240,11 @@ def main(argv=None) -> int:
     p.add_argument("--read-size", type=int, default=512)
     p.add_argument("--object", type=Path, action="append",
                    help="a decoder object; repeat to compare objects in the same run (default: the built one)")
+    p.add_argument("--no-hook", action="store_true",
+                   help=f"do not also run the empty programs ({HOOK.relative_to(ROOT)}) beside the decoder")
     p.add_argument("--no-save", action="store_true", help="print only; do not write bench/results")
     a = p.parse_args(argv)
-    res = bench_nfswire(a.seconds, a.clients, a.depth, a.rounds, a.read_size, a.object)
+    res = bench_nfswire(a.seconds, a.clients, a.depth, a.rounds, a.read_size, a.object, None if a.no_hook else HOOK)
     print(json.dumps(res.get("summary", res), indent=1))
     if not a.no_save:
         out = ROOT / "bench" / "results" / ("nfswire-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from loupe.lab.nfs3 import GETATTR, NFS_PROG, WRITE, call_body, opaque, record
+from loupe.lab.nfs3 import GETATTR, NFS_PROG, UNSTABLE, WRITE, call_body, opaque, record
 from loupe_probes.bpf.testing import require_bpf
 from loupe_probes.nfswire.rows import RowTable
 
@@ -287,6 +287,25 @@ def test_a_head_past_the_first_copy_is_decoded(dec):
     assert dec.ops() == Counter({("10.9.0.11", "v3", "getattr", fh_hash(FH)): 1,
                                  ("10.9.0.11", "v4.1", "sequence", 0): 1,
                                  **{("10.9.0.11", "v4.1", op, fh_hash(FH)): 1 for op in ("putfh", "getattr", "access")}})
+
+
+@pytest.mark.parametrize("machine", [60, 84, 88, 100, 132])
+def test_a_writes_offset_and_count_are_read_wherever_a_long_credential_puts_them(dec, machine):
+    """A v3 WRITE's handle, offset and count after an AUTH_SYS credential of any length
+    (the machine name's: the arguments end before, across and past the first copy's end):
+    past the first copy, as much more is copied as the handle's length says."""
+    body = struct.pack(">I", 0) + opaque(b"m" * machine) + struct.pack(">III", 0, 0, 16) + struct.pack(">16I", *range(16))
+    call = record(400, struct.pack(">IIIII", 0, 2, NFS_PROG, 3, WRITE) + struct.pack(">I", 1) + opaque(body)
+                  + struct.pack(">II", 0, 0) + opaque(FH) + struct.pack(">QII", 1 << 20, 1000, UNSTABLE)
+                  + opaque(b"d" * 1000))
+    reply = record(400, ACCEPTED + struct.pack(">IIIII", 0, 0, 0, 1000, UNSTABLE) + bytes(8))
+    c = Conn(dec)
+    c.calls(call)
+    c.replies(reply)
+    (r,) = dec.table.read(dec.table.gen)
+    assert (r.count, r.bytes) == (1, 1000)
+    assert list(r.off).index(1) == 20 - 12 and sum(r.off) == 1, list(r.off)  # log2(1 MiB), OFFSET from 2^12
+    assert list(r.size).index(1) == 9 - 9, list(r.size)  # log2(1000), SIZE from 2^9
 
 
 def test_a_cut_head_survives_its_segment_seen_again_on_a_second_interface(dec):
