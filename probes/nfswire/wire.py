@@ -93,7 +93,6 @@ class Key(ctypes.Structure):
 Val = HistVal  # nfswire.bpf.h's val (spill, other)
 
 
-
 class Row(ctypes.Structure):
     """nfswire.bpf.h's nfsw_row: a key's counts for one second on one CPU, with
     HistVal's fields (its buckets 32-bit)."""
