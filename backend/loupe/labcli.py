@@ -305,6 +305,10 @@ def _ganesha(a: argparse.Namespace, argv: list[str], data_dir: Path, names: list
                 {k: r[k] for k in ("client", "read_bytes", "write_bytes", "read_ops", "write_ops", "create_ops")}
                 | {"runtime": round(r["runtime"], 3)} for r in results]})
             s.validated(run, w.title, a.tolerance, {"workload": name, "clients": results})
+            for r in results:  # on the wire, not in what the client reported done: a mismatch's cause
+                if r.get("errors"):
+                    _say(f"  {r['client']}: {r['errors']:,} calls answered with an error (the client "
+                         f"reports only those done)")
         s.finish(a, " with the lab")
 
 

@@ -182,6 +182,9 @@ def test_a_per_client_rule_fires_for_each_client_over_its_threshold(client, rx):
     assert detail["worksheet"] == f"?range=3m&paused=1&at={int(one['at']) + 60}&s=nfs.ops;w:op=read;w:client=10.0.0.7"
     r = client.get("/api/v1/events/999999")
     assert r.status_code == 404 and "no event 999999" in r.text
+    for bad in (-(2**120), 2**63):  # outside SQLite's integers: a 422 that names the limit, not a 500
+        assert client.get(f"/api/v1/events/{bad}").status_code == 422
+        assert client.get(f"/api/v1/events/{bad}/deliveries").status_code == 422
     # an edit closes both, one clear each, and each post names its client
     r = client.put(f"/api/v1/alerts/{rule['id']}", json={**RULE, "name": "busy clients", "by": "client",
                                                          "threshold": 1000, "webhook": rx.url})

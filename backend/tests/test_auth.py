@@ -265,6 +265,9 @@ def test_ingest_tokens_per_agent_listed_and_revoked_at_once(client):
     r = client.post("/api/v1/tokens", json={"name": "bad name!", "scope": "ingest"})
     assert r.status_code == 400 and "token name" in r.json()["detail"]
     assert client.post("/api/v1/tokens/424242/revoke").status_code == 404
+    # past SQLite's 64-bit integers: a clear 422 naming the limit, not a 500
+    r = client.post(f"/api/v1/tokens/{2**63}/revoke")
+    assert r.status_code == 422 and "less than or equal to 9223372036854775807" in r.text, r.text
     actions = [e["action"] for e in client.get("/api/v1/audit").json()["entries"]]
     assert actions[:2] == ["token.revoke", "token.create"]
 

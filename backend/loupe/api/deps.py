@@ -6,7 +6,7 @@ import hmac
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Query, Request
+from fastapi import Depends, HTTPException, Path, Query, Request
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..auth import Auth, AuthError, NotFound, Principal
@@ -21,6 +21,9 @@ def get_loupe(request: Request) -> Loupe:
 
 
 LoupeDep = Annotated[Loupe, Depends(get_loupe)]
+
+# A stored row's id in a path: SQLite's integers are 64-bit, and one past them failed there (500)
+RowId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the id the list gives")]
 
 
 def get_store(loupe: LoupeDep) -> Store:

@@ -4633,6 +4633,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the id the list gives */
                 event_id: number;
             };
             cookie?: never;
@@ -4716,6 +4717,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the id the list gives */
                 event_id: number;
             };
             cookie?: never;
@@ -6866,6 +6868,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the id the list gives */
                 token_id: number;
             };
             cookie?: never;

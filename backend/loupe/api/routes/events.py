@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query
 from ...alerts import worksheet_of
 from ...models import DeliveryList, DeliveryPublic, EventDetail, EventKind, EventList, EventPublic
 from ...timerange import RangeError, parse_time
-from ..deps import LoupeDep, ViewerDep
+from ..deps import LoupeDep, RowId, ViewerDep
 from .alerts import shown_url
 
 router = APIRouter(tags=["events"])
@@ -58,7 +58,7 @@ def list_events(
 
 @router.get("/events/{event_id}", response_model=EventDetail, responses=NOT_FOUND,
             summary="One event, with a worksheet of an alert's statistic over its time (webhook posts link here)")
-def get_event(event_id: int, _: ViewerDep, loupe: LoupeDep) -> EventDetail:
+def get_event(event_id: RowId, _: ViewerDep, loupe: LoupeDep) -> EventDetail:
     r = loupe.alerts.event(event_id)
     if r is None:
         raise HTTPException(404, f"no event {event_id}")
@@ -69,7 +69,7 @@ def get_event(event_id: int, _: ViewerDep, loupe: LoupeDep) -> EventDetail:
 
 @router.get("/events/{event_id}/deliveries", response_model=DeliveryList, responses=NOT_FOUND,
             summary="Each attempt to post an event to its webhook")
-def deliveries(event_id: int, p: ViewerDep, loupe: LoupeDep) -> DeliveryList:
+def deliveries(event_id: RowId, p: ViewerDep, loupe: LoupeDep) -> DeliveryList:
     if loupe.alerts.event(event_id) is None:
         raise HTTPException(404, f"no event {event_id}")
     return DeliveryList(deliveries=[DeliveryPublic(**{**d, "url": shown_url(d["url"], p)})

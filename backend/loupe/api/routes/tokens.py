@@ -5,7 +5,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Request
 
 from ...models import TokenCreate, TokenCreated, TokenList, TokenPublic
-from ..deps import AdminDep, LoupeDep, audit, auth_call
+from ..deps import AdminDep, LoupeDep, RowId, audit, auth_call
 from .users import ERRORS
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
@@ -27,7 +27,7 @@ def create_token(body: TokenCreate, p: AdminDep, loupe: LoupeDep, request: Reque
 
 @router.post("/{token_id}/revoke", response_model=TokenPublic, responses=ERRORS,
              summary="Revoke a token: refused from the next request on")
-def revoke_token(token_id: int, p: AdminDep, loupe: LoupeDep, request: Request) -> TokenPublic:
+def revoke_token(token_id: RowId, p: AdminDep, loupe: LoupeDep, request: Request) -> TokenPublic:
     rec = auth_call(loupe.auth.revoke_token, token_id, p.name)
     audit(request, "token.revoke", f"{rec.id} {rec.name}", rec.scope)
     return TokenPublic(**asdict(rec))
