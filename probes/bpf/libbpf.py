@@ -288,7 +288,7 @@ class BpfMap:
         """A BPF_F_MMAPABLE array's values, shared with the programs: read and
         written in place, with no syscall per value. Value i is at i * its size
         rounded up to 8 bytes (the kernel's elem_size)."""
-        if self.type != 2:
+        if self.type != 2:  # BPF_MAP_TYPE_ARRAY: per-CPU arrays and hashes cannot be mapped
             raise BpfError(f"map {self.name} is not an array: only arrays can be mapped")
         size = -(-self.value_size // 8) * 8 * self.max_entries
         size += -size % mmap.PAGESIZE
@@ -443,13 +443,16 @@ class BpfObject:
     def attached(self) -> list[str]:
         return list(self._links) + [f"tc@{h.ifindex}" for h, _, _ in self._tc] + [f"tcx#{fd}" for fd in self._tcx]
 
+    def _find_map(self, name: str) -> int | None:
+        return lib().bpf_object__find_map_by_name(self._ptr, name.encode()) if self._ptr is not None else None
+
     def has_map(self, name: str) -> bool:
-        return self._ptr is not None and bool(lib().bpf_object__find_map_by_name(self._ptr, name.encode()))
+        return bool(self._find_map(name))
 
     def map(self, name: str) -> BpfMap:
         if self._ptr is None:
             raise BpfError(f"{self.path.name} is closed")
-        ptr = lib().bpf_object__find_map_by_name(self._ptr, name.encode())
+        ptr = self._find_map(name)
         if not ptr:
             raise BpfError(f"{self.path.name} has no map {name!r}")
         return BpfMap(self, name, ptr)
@@ -494,9 +497,8 @@ def grace_period() -> str | None:
     period covers them. None once waited; else why it could not be (a kernel
     with nohz_full CPUs refuses, or a seccomp filter)."""
     nr = _NR_MEMBARRIER.get(os.uname().machine, 283)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(ctypes.c_long(nr), ctypes.c_int(_MEMBARRIER_CMD_GLOBAL), ctypes.c_uint(0),
-                    ctypes.c_int(0)) == 0:
+    if _libc.syscall(ctypes.c_long(nr), ctypes.c_int(_MEMBARRIER_CMD_GLOBAL), ctypes.c_uint(0),
+                     ctypes.c_int(0)) == 0:
         return None
     return f"membarrier: {os.strerror(ctypes.get_errno())}"
 
