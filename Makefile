@@ -146,7 +146,7 @@ BTF_FILE ?= /sys/kernel/btf/vmlinux
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Wno-unused-function \
 	-I build/bpf -I probes/bpf/include
 
-bpf: $(BPF_OBJ) build/bpf/nfswire-hook.bpf.o
+bpf: $(BPF_OBJ) build/bpf/nfswire-hook.bpf.o build/bpf/nfswire-floor.bpf.o
 
 # Types come from the build machine's BTF; CO-RE relocates them to whatever
 # kernel loads the object, so one build serves every kernel with BTF.
@@ -168,6 +168,11 @@ probes/%.bpf.o: probes/%.bpf.c $(VMLINUX) $(BPF_HDR) $(wildcard probes/*/*.bpf.h
 # cost alone under the same load (make bench, section nfswire).
 build/bpf/nfswire-hook.bpf.o: probes/nfswire/nfswire.bpf.c $(VMLINUX) $(BPF_HDR) probes/nfswire/nfswire.bpf.h
 	clang $(BPF_CFLAGS) -mcpu=v3 -DNFSW_HOOK_ONLY -c $< -o $@.tmp
+	mv $@.tmp $@
+
+# ... and with only what any decoder there must do (probes/nfswire/floor.bpf.h).
+build/bpf/nfswire-floor.bpf.o: probes/nfswire/nfswire.bpf.c $(VMLINUX) $(BPF_HDR) $(wildcard probes/nfswire/*.bpf.h)
+	clang $(BPF_CFLAGS) -mcpu=v3 -DNFSW_FLOOR -c $< -o $@.tmp
 	mv $@.tmp $@
 
 # ---- run -------------------------------------------------------------------

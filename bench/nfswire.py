@@ -16,7 +16,13 @@ load. Reported per object, medians over the rounds:
 * what 100k ops/s would cost at the measured ns per op;
 * the same hooks with empty programs (``build/bpf/nfswire-hook.bpf.o``) under the
   same load: what the hook and bpf_stats cost per op with no decoder at all, and
-  so the decoder's own share of its figure.
+  so the decoder's own share of its figure;
+* the floor (``build/bpf/nfswire-floor.bpf.o``, probes/nfswire/floor.bpf.h): the
+  same hooks doing only what any decoder there must (headers, a copy of each
+  record's head, the call's clock, a pending slot, one row), so what decoding
+  RPC and NFS adds above that;
+* what bpf_stats itself adds to a program run, and how much of that it reports
+  as the program's run time (the empty program test-run with stats off and on).
 
     python -m bench.nfswire [--seconds 10] [--clients 2] [--depth 64] [--rounds 3]
     python -m bench.nfswire --object old.bpf.o --object probes/nfswire/nfswire.bpf.o
@@ -40,6 +46,7 @@ EXPORT = "/export"
 TARGET_OPS = 100_000
 OBJECT = ROOT / "probes" / "nfswire" / "nfswire.bpf.o"
 HOOK = ROOT / "build" / "bpf" / "nfswire-hook.bpf.o"  # its programs empty (make bpf)
+FLOOR = ROOT / "build" / "bpf" / "nfswire-floor.bpf.o"  # only what any decoder must do (make bpf)
 
 
 def _requirements() -> str | None:
@@ -165,20 +172,48 @@ def _summary(on: list[dict], off: list[dict]) -> dict:
     return summary
 
 
-def _above_hook(summary: dict, out: dict) -> dict:
-    """The decoder's own share: its ns per op less what the empty programs cost."""
-    hook = out.get("hook_only", {}).get("bpf_ns_per_op")
-    if hook is not None and summary["bpf_ns_per_op"] is not None:
-        summary["hook_only_ns_per_op"] = hook
-        summary["bpf_ns_per_op_above_hook"] = summary["bpf_ns_per_op"] - hook
+def _above(summary: dict, out: dict) -> dict:
+    """The decoder's ns per op less what the empty programs cost (its own share),
+    and less the floor's (what decoding adds)."""
+    for name, key in (("hook_only", "hook"), ("floor", "floor")):
+        base = out.get(name, {}).get("bpf_ns_per_op")
+        if base is not None and summary["bpf_ns_per_op"] is not None:
+            summary[f"{name}_ns_per_op"] = base
+            summary[f"bpf_ns_per_op_above_{key}"] = summary["bpf_ns_per_op"] - base
     return summary
 
 
+def _stats_cost(hook: Path, repeat: int = 1_000_000) -> dict:
+    """What bpf_stats itself costs a run: the empty ingress program test-run
+    ``repeat`` times in a row with run-time stats off, then on (medians of 5 each);
+    and the run time bpf_stats reports for it meanwhile, which is the part of its
+    two clock reads that falls inside what it times."""
+    from loupe_probes.bpf import libbpf
+
+    if Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip() != "0":
+        return {"skipped": "run-time stats are held on by another program: no run without them"}
+    frame = bytes(74)
+    with libbpf.BpfObject(hook) as obj:
+        off = statistics.median(obj.test_run("nfswire_ingress", frame, repeat)[1] for _ in range(5))
+        stats = libbpf.enable_stats()
+        try:
+            before = obj.prog_stats()["nfswire_ingress"]
+            on = statistics.median(obj.test_run("nfswire_ingress", frame, repeat)[1] for _ in range(5))
+            after = obj.prog_stats()["nfswire_ingress"]
+        finally:
+            stats.close()
+    return {"test_run_ns_per_run_stats_off": off, "test_run_ns_per_run_stats_on": on,
+            "added_ns_per_run": on - off,
+            "reported_ns_per_run_of_the_empty_program": (after[1] - before[1]) / max(1, after[0] - before[0])}
+
+
 def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds: int = 3,
-                  read_size: int = 512, objects: list[Path] | None = None, hook: Path | None = HOOK) -> dict:
+                  read_size: int = 512, objects: list[Path] | None = None,
+                  baselines: dict[str, Path] | None = None) -> dict:
     """With one object (default: the built one): "summary", "with_decoder" and
-    "without_decoder" as before; with several, those keyed by object too. With
-    ``hook`` (built), its rounds run beside them: "hook_only"."""
+    "without_decoder" as before; with several, those keyed by object too. Each of
+    ``baselines`` (default: "hook_only" and "floor", those built) runs beside
+    them in every round and is reported per op served under its name."""
     why = _requirements()
     if why:
         return {"skipped": why}
@@ -189,8 +224,9 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
     if missing:
         raise ValueError(f"no such decoder object: {', '.join(missing)}")
     decoders = len(objects)
-    if hook is not None and hook.is_file():
-        objects = [*objects, hook]
+    bases = {n: o for n, o in ({"hook_only": HOOK, "floor": FLOOR} if baselines is None else baselines).items()
+             if o.is_file()}
+    objects = [*objects, *bases.values()]
     with tempfile.TemporaryDirectory() as tmp, Lab(clients=clients) as lab, Ganesha(lab.server_ip, [EXPORT]) as g:
         dirs: list[Path | None] = [None]  # the probe loads <dir>/nfswire.bpf.o
         for i, o in enumerate(objects):
@@ -214,16 +250,17 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
                           cpus=os.cpu_count(), kernel=os.uname().release, objects=[str(o) for o in objects],
                           load_average_before=load_before, load_average_after=os.getloadavg()),
            "without_decoder": runs[0]}
-    if len(objects) > decoders:  # the empty programs: per op served, as they decode nothing
-        hook_runs = runs.pop()
-        hook_ns = _med(r["bpf_ns_per_served_op"] for r in hook_runs)
-        out["hook_only"] = {"object": str(objects.pop()), "bpf_ns_per_op": hook_ns,
-                            "bpf_ns_per_packet": {p: _med(r["bpf_ns_per_packet"].get(p) for r in hook_runs)
-                                                  for p in ("nfswire_ingress", "nfswire_egress")},
-                            "rounds": hook_runs}
+    if "hook_only" in bases:
+        out["bpf_stats_cost"] = _stats_cost(bases["hook_only"])
+    for name in reversed(bases):  # per op served: they decode nothing, or not every op
+        base_runs = runs.pop()
+        out[name] = {"object": str(objects.pop()), "bpf_ns_per_op": _med(r["bpf_ns_per_served_op"] for r in base_runs),
+                     "bpf_ns_per_packet": {p: _med(r["bpf_ns_per_packet"].get(p) for r in base_runs)
+                                           for p in ("nfswire_ingress", "nfswire_egress")},
+                     "rounds": base_runs}
     if len(objects) == 1:
-        return {**out, "summary": _above_hook(_summary(runs[1], runs[0]), out), "with_decoder": runs[1]}
-    summary = {str(o): _above_hook(_summary(runs[j + 1], runs[0]), out) for j, o in enumerate(objects)}
+        return {**out, "summary": _above(_summary(runs[1], runs[0]), out), "with_decoder": runs[1]}
+    summary = {str(o): _above(_summary(runs[j + 1], runs[0]), out) for j, o in enumerate(objects)}
     for j, o in enumerate(objects[1:], 2):  # rounds ran side by side: their ratios drift less than the medians
         summary[str(o)]["bpf_ns_per_op_ratio_to_first"] = _med(
             a["bpf_ns_per_op"] / b["bpf_ns_per_op"] for a, b in zip(runs[j], runs[1])
@@ -242,10 +279,15 @@ def main(argv=None) -> int:
                    help="a decoder object; repeat to compare objects in the same run (default: the built one)")
     p.add_argument("--no-hook", action="store_true",
                    help=f"do not also run the empty programs ({HOOK.relative_to(ROOT)}) beside the decoder")
+    p.add_argument("--no-floor", action="store_true",
+                   help=f"do not also run the floor ({FLOOR.relative_to(ROOT)}) beside the decoder")
     p.add_argument("--no-save", action="store_true", help="print only; do not write bench/results")
     a = p.parse_args(argv)
-    res = bench_nfswire(a.seconds, a.clients, a.depth, a.rounds, a.read_size, a.object, None if a.no_hook else HOOK)
+    bases = {n: o for n, o, off in (("hook_only", HOOK, a.no_hook), ("floor", FLOOR, a.no_floor)) if not off}
+    res = bench_nfswire(a.seconds, a.clients, a.depth, a.rounds, a.read_size, a.object, bases)
     print(json.dumps(res.get("summary", res), indent=1))
+    if "bpf_stats_cost" in res:
+        print("bpf_stats itself:", json.dumps(res["bpf_stats_cost"]))
     if not a.no_save:
         out = ROOT / "bench" / "results" / ("nfswire-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ".json")
         out.write_text(json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -368,15 +368,16 @@ class BpfObject:
     def prog_fd(self, name: str) -> int:
         return lib().bpf_program__fd(self._prog(name))
 
-    def test_run(self, name: str, data: bytes) -> tuple[int, int]:
-        """Run program ``name`` once on ``data`` (BPF_PROG_TEST_RUN: e.g. a crafted
-        Ethernet frame for a tc program), without attaching it anywhere; returns its
-        return value and the kernel's timing of the run in ns."""
+    def test_run(self, name: str, data: bytes, repeat: int = 1) -> tuple[int, int]:
+        """Run program ``name`` on ``data`` (BPF_PROG_TEST_RUN: e.g. a crafted
+        Ethernet frame for a tc program) ``repeat`` times in a row, without attaching
+        it anywhere; returns its return value and the kernel's timing of a run in ns
+        (the mean over the repeats)."""
         buf = ctypes.create_string_buffer(data, len(data))
         out = ctypes.create_string_buffer(len(data) + 256)
         o = _TestRunOpts(sz=ctypes.sizeof(_TestRunOpts), data_in=ctypes.cast(buf, ctypes.c_void_p),
                          data_size_in=len(data), data_out=ctypes.cast(out, ctypes.c_void_p),
-                         data_size_out=len(out), repeat=1)
+                         data_size_out=len(out), repeat=repeat)
         if lib().bpf_prog_test_run_opts(self.prog_fd(name), ctypes.byref(o)):
             raise BpfError(_why(_errno(), f"test-running {name}"))
         return ctypes.c_int32(o.retval).value, o.duration

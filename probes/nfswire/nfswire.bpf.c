@@ -2037,22 +2037,32 @@ lost:
 	return 0;
 }
 
+#ifdef NFSW_FLOOR
+#include "floor.bpf.h"
+#endif
+
 /* Built with NFSW_HOOK_ONLY (build/bpf/nfswire-hook.bpf.o), the programs do
- * nothing: bench.nfswire's measure of what the hook and bpf_stats cost alone. */
+ * nothing: bench.nfswire's measure of what the hook and bpf_stats cost alone.
+ * With NFSW_FLOOR (build/bpf/nfswire-floor.bpf.o) they do only what any decoder
+ * on these hooks must (floor.bpf.h): bench.nfswire's floor. */
+#if defined(NFSW_HOOK_ONLY)
+#define NFSW_RUN(skb, reply)
+#elif defined(NFSW_FLOOR)
+#define NFSW_RUN(skb, reply) nfsw_floor(skb, reply)
+#else
+#define NFSW_RUN(skb, reply) nfsw_packet(skb, reply)
+#endif
+
 SEC("tc")
 int nfswire_ingress(struct __sk_buff *skb)
 {
-#ifndef NFSW_HOOK_ONLY
-	nfsw_packet(skb, 0);
-#endif
+	NFSW_RUN(skb, 0);
 	return TC_ACT_UNSPEC;
 }
 
 SEC("tc")
 int nfswire_egress(struct __sk_buff *skb)
 {
-#ifndef NFSW_HOOK_ONLY
-	nfsw_packet(skb, 1);
-#endif
+	NFSW_RUN(skb, 1);
 	return TC_ACT_UNSPEC;
 }

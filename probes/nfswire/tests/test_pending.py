@@ -46,11 +46,11 @@ def getattr_reply(xid: int) -> bytes:
 class Decoder:
     """The decoder's object loaded (not attached); its counters and rows read back."""
 
-    def __init__(self, **config) -> None:
+    def __init__(self, path: Path = OBJ, **config) -> None:
         from loupe_probes.bpf.libbpf import BpfObject
         from loupe_probes.nfswire.wire import Config
 
-        self.obj = BpfObject(OBJ)
+        self.obj = BpfObject(path)
         self.obj.map("settings").update(b"\0\0\0\0", bytes(Config(port=2049, **config)))
         self.table = RowTable(self.obj)
 
@@ -106,6 +106,28 @@ def dec():
     d = Decoder()
     yield d
     d.close()
+
+
+BUILD = Path(__file__).resolve().parents[3] / "build" / "bpf"
+
+
+@pytest.mark.parametrize("name, counted", [("nfswire-hook.bpf.o", 0), ("nfswire-floor.bpf.o", 3)])
+def test_the_benchmarks_baselines_load_and_the_floor_matches_calls_to_replies(name, counted):
+    """bench.nfswire runs these beside the decoder: the empty programs count
+    nothing; the floor matches each call of a segment to its reply by XID and
+    counts it, which is the work it stands for."""
+    require_bpf(BUILD / name)
+    d = Decoder(BUILD / name)
+    try:
+        c = Conn(d)
+        c.calls(b"".join(getattr_call(x) for x in (7, 8, 9)))
+        c.replies(b"".join(getattr_reply(x) for x in (9, 7)))
+        c.replies(getattr_reply(8) + getattr_reply(10))  # 10: never called
+        assert sum(d.ops().values()) == counted
+        if counted:
+            assert {k[0] for k in d.ops()} == {"10.9.0.11"}
+    finally:
+        d.close()
 
 
 def getattrs(dec: Decoder) -> dict[str, int]:
