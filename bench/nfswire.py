@@ -223,7 +223,6 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
     missing = [str(o) for o in objects if not o.is_file()]
     if missing:
         raise ValueError(f"no such decoder object: {', '.join(missing)}")
-    decoders = len(objects)
     bases = {n: o for n, o in ({"hook_only": HOOK, "floor": FLOOR} if baselines is None else baselines).items()
              if o.is_file()}
     objects = [*objects, *bases.values()]
