@@ -219,6 +219,8 @@ def bench_nfswire(seconds: float = 10, clients: int = 2, depth: int = 64, rounds
         return {"skipped": why}
     from loupe.lab import Ganesha, Lab
 
+    os.environ["LOUPE_BPF_STATS"] = "on"  # run time over whole rounds, whatever the shell says
+
     objects, load_before = objects or [OBJECT], os.getloadavg()
     missing = [str(o) for o in objects if not o.is_file()]
     if missing:

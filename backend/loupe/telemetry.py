@@ -194,9 +194,10 @@ def _process_memory():
 
 
 SOURCE_COST = {
-    "runs_per_s": "BPF program runs in the probe's last second (bpf_stats)",
-    "bpf_cpu_pct": "BPF program run time in the last second, % of one CPU (bpf_stats)",
+    "runs_per_s": "BPF program runs in the probe's last second (bpf_stats; sampled: its last second held)",
+    "bpf_cpu_pct": "BPF program run time in the last second, % of one CPU (bpf_stats; sampled: its last second held)",
     "ns_per_run": "Mean BPF run time per event, ns",
+    "stats_age_s": "LOUPE_BPF_STATS=sampled: seconds since the second the run figures are from",
     "map_fill": "Fill of the probe's aggregation map at drain, 0..1",
     "dropped_total": "Events counted into the overflow row because a map was full, since the probe started",
     # the NFS wire decoder's losses since it started (probes/nfswire/probe.py LOSSES)

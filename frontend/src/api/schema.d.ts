@@ -2575,7 +2575,7 @@ export interface components {
         SourceStatus: {
             /**
              * Cost
-             * @description The source's own cost over the last second: for BPF probes runs_per_s, bpf_cpu_pct, ns_per_run (from bpf_stats), map_fill (0..1), dropped, dropped_total, drain_ms; the NFS wire decoder also its losses since it started (partial_total, desync_total, resync_total, unmatched_total, overwritten_total, expired_total) and the late segments it decoded into a resync's gap (refilled_total).
+             * @description The source's own cost over the last second: for BPF probes runs_per_s, bpf_cpu_pct, ns_per_run (from bpf_stats; with LOUPE_BPF_STATS=sampled those of the last second it was held, stats_age_s ago, one in every stats_every_s; absent with it off), map_fill (0..1), dropped, dropped_total, drain_ms; the NFS wire decoder also its losses since it started (partial_total, desync_total, resync_total, unmatched_total, overwritten_total, expired_total) and the late segments it decoded into a resync's gap (refilled_total).
              */
             cost?: {
                 [key: string]: number;
