@@ -4,8 +4,9 @@
  * then per record its mark and head copied out of the skb, and for a call the
  * clock and a pending slot, for a reply its slot taken back and one op counted
  * in a row. No RPC or NFS parsing, no handles, names or flow state: records are
- * assumed to start each segment, so a segment that starts inside one is
- * skipped. What the decoder costs above this is its decoding. */
+ * assumed to start each segment, so one that starts inside a record is misread
+ * (the bench counts per op served, not per op it matched). What the decoder
+ * costs above this is its decoding. */
 
 /* One record at `off`: the offset of the next, or 0 to stop. */
 __noinline int nfsw_floor_rec(struct __sk_buff *skb, __u32 off, __u32 end, __u32 reply)
