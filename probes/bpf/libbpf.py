@@ -460,7 +460,12 @@ class BpfObject:
 
     def prog_misses(self) -> dict[str, int]:
         """{program: runs the kernel skipped because it was already running on that CPU}."""
-        return {n: info.recursion_misses for n, info in self._infos().items()}
+        return {n: m for n, (_, _, m) in self.prog_counters().items()}
+
+    def prog_counters(self) -> dict[str, tuple[int, int, int]]:
+        """{program: (run count, run time ns, runs skipped)}: prog_stats() and
+        prog_misses() from one read of each program's info."""
+        return {n: (i.run_cnt, i.run_time_ns, i.recursion_misses) for n, i in self._infos().items()}
 
     def _infos(self) -> dict[str, _ProgInfo]:
         L = lib()
@@ -476,7 +481,7 @@ class BpfObject:
 
     def prog_stats(self) -> dict[str, tuple[int, int]]:
         """{program: (run count, run time ns)}; counted only while enable_stats() is held."""
-        return {n: (info.run_cnt, info.run_time_ns) for n, info in self._infos().items()}
+        return {n: (c, t) for n, (c, t, _) in self.prog_counters().items()}
 
     def close(self) -> None:
         if self._ptr is None:

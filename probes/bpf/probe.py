@@ -418,11 +418,12 @@ class BpfProbe:
 
     def _cost(self, fill: float, dropped: int, wall: float, ru0) -> dict[str, float]:
         assert self.obj is not None
-        misses = self.obj.prog_misses()
+        counters, held = self.obj.prog_counters(), STATS.held()  # one info read per program
+        misses = {p: m for p, (_, _, m) in counters.items()}
         missed = sum(max(0, m - self._miss_prev.get(p, 0)) for p, m in misses.items())
         self._miss_prev = misses
         self.missed_total += missed
-        stats, held = self.obj.prog_stats(), STATS.held()
+        stats = {p: (c, t) for p, (c, t, _) in counters.items()}
         runs = sum(max(0, c - self._prog_prev.get(p, (0, 0))[0]) for p, (c, _) in stats.items())
         ns = sum(max(0, t - self._prog_prev.get(p, (0, 0))[1]) for p, (_, t) in stats.items())
         secs = held - self._held_prev
